@@ -1,0 +1,61 @@
+// Package app wires skylb together: the publisher writing to etcd and the
+// controller feeding it from Kubernetes.
+package app
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/skylb/skylb/internal/controller"
+	"github.com/skylb/skylb/internal/publish"
+	"github.com/skylb/skylb/internal/source"
+)
+
+// Config is everything skylb needs besides its clients.
+type Config struct {
+	Source         source.Config
+	Prefix         string
+	Owner          string
+	ResyncInterval time.Duration
+	EtcdTimeout    time.Duration
+	Log            logrus.FieldLogger
+}
+
+// Run publishes until ctx ends.
+func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, etcd *clientv3.Client) error {
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "skylb"})
+
+	pub := publish.New(etcd, publish.Config{
+		Prefix:  cfg.Prefix,
+		Owner:   cfg.Owner,
+		Timeout: cfg.EtcdTimeout,
+		Log:     cfg.Log.WithField("component", "publisher"),
+	})
+	ctrl := controller.New(controller.Config{
+		Source:         cfg.Source,
+		ResyncInterval: cfg.ResyncInterval,
+		Log:            cfg.Log.WithField("component", "controller"),
+	}, kube, pub, recorder)
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		pub.Run(ctx)
+	}()
+	err := ctrl.Run(ctx)
+	wg.Wait()
+	return err
+}

@@ -1,0 +1,320 @@
+// Package claim decides which object publishes which name, and what records each
+// published name gets.
+//
+// CoreDNS answers a name with every record stored beneath it, so two namespaces
+// must never publish names where one equals or lies beneath the other. Claims are
+// ranked: generated names (<service>.<namespace>.<zone>) first, then older objects,
+// then by namespace and name. A claim is granted unless a better-ranked claim of
+// another namespace holds a related name. Objects of one namespace may share a
+// name; their addresses are merged.
+//
+// Names are resolved in groups: all names below the same child of a zone (for
+// example everything under default.example.org), and the zone apex on its own.
+// Only names in one group can be related, so a change re-resolves one group.
+package claim
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/skylb/skylb/internal/dnsname"
+	"github.com/skylb/skylb/internal/skydns"
+	"github.com/skylb/skylb/internal/source"
+)
+
+// Index holds the publications of all objects, grouped for resolution.
+type Index struct {
+	pubs      map[string]*source.Publication // by source
+	members   map[string]map[string]struct{} // group -> sources with a name in it
+	published map[string]map[string]struct{} // group -> stored names of its last resolution
+}
+
+// Result is the outcome of resolving one group.
+type Result struct {
+	// Records maps every stored name of the group to its records; a name that is
+	// no longer published maps to nil.
+	Records map[string][]skydns.Record
+	// Problems lists, by source, the claims refused and the targets ignored.
+	Problems map[string][]source.Problem
+}
+
+// NewIndex returns an empty Index.
+func NewIndex() *Index {
+	return &Index{
+		pubs:      make(map[string]*source.Publication),
+		members:   make(map[string]map[string]struct{}),
+		published: make(map[string]map[string]struct{}),
+	}
+}
+
+// GroupOf returns the resolution group of a placed name.
+func GroupOf(n dnsname.Placed) string {
+	if n.Apex() {
+		return n.Zone
+	}
+	rest := strings.TrimSuffix(n.Name, "."+n.Zone)
+	return rest[strings.LastIndexByte(rest, '.')+1:] + "." + n.Zone
+}
+
+// StoredName returns the name under which the records of n are stored.
+func StoredName(n dnsname.Placed) string {
+	if n.Apex() {
+		return skydns.ApexName(n.Zone)
+	}
+	return n.Name
+}
+
+// Update replaces the publication of src (nil removes it) and returns the groups
+// whose records may have changed, sorted. An unchanged publication changes nothing.
+func (x *Index) Update(src string, pub *source.Publication) []string {
+	old := x.pubs[src]
+	if old.Equal(pub) {
+		return nil
+	}
+	groups := make(map[string]struct{})
+	for _, g := range groupsOf(old) {
+		groups[g] = struct{}{}
+		delete(x.members[g], src)
+		if len(x.members[g]) == 0 {
+			delete(x.members, g)
+		}
+	}
+	if pub == nil {
+		delete(x.pubs, src)
+	} else {
+		x.pubs[src] = pub
+		for _, g := range groupsOf(pub) {
+			groups[g] = struct{}{}
+			if x.members[g] == nil {
+				x.members[g] = make(map[string]struct{})
+			}
+			x.members[g][src] = struct{}{}
+		}
+	}
+	out := make([]string, 0, len(groups))
+	for g := range groups {
+		out = append(out, g)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Groups returns every group that has members or published names, sorted.
+func (x *Index) Groups() []string {
+	out := make([]string, 0, len(x.members))
+	for g := range x.members {
+		out = append(out, g)
+	}
+	for g := range x.published {
+		if _, ok := x.members[g]; !ok {
+			out = append(out, g)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func groupsOf(p *source.Publication) []string {
+	if p == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range p.Names {
+		if g := GroupOf(n.Placed); !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// claim is one object's claim on one name.
+type claim struct {
+	name    source.Name
+	pub     *source.Publication
+	objName string
+}
+
+func rank(a, b claim) int {
+	if a.name.Generated != b.name.Generated {
+		if a.name.Generated {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Or(
+		a.pub.Created.Compare(b.pub.Created),
+		cmp.Compare(a.pub.Namespace, b.pub.Namespace),
+		cmp.Compare(a.objName, b.objName),
+		cmp.Compare(a.pub.Source, b.pub.Source),
+		cmp.Compare(a.name.Name, b.name.Name),
+	)
+}
+
+// Resolve grants the claims of a group and computes the records of its names.
+func (x *Index) Resolve(group string) Result {
+	res := Result{Records: make(map[string][]skydns.Record), Problems: make(map[string][]source.Problem)}
+	for name := range x.published[group] {
+		res.Records[name] = nil
+	}
+
+	var claims []claim
+	for src := range x.members[group] {
+		pub := x.pubs[src]
+		objName := src[strings.LastIndexByte(src, '/')+1:]
+		for _, n := range pub.Names {
+			if GroupOf(n.Placed) == group {
+				claims = append(claims, claim{name: n, pub: pub, objName: objName})
+			}
+		}
+	}
+	slices.SortFunc(claims, rank)
+
+	holder := make(map[string]string)    // name -> namespace holding it
+	beneath := make(map[string][]string) // name -> namespaces holding names beneath it
+	granted := make(map[string][]claim)  // stored name -> granted claims, best first
+	var order []string                   // stored names in order of their first grant
+	for _, c := range claims {
+		if other, related := conflict(c, holder, beneath); other != "" {
+			res.Problems[c.pub.Source] = append(res.Problems[c.pub.Source], source.Problem{
+				Reason: source.ReasonHostnameConflict,
+				Message: fmt.Sprintf("hostname %s is not published: %s is already published from namespace %s",
+					c.name.Name, related, other),
+			})
+			continue
+		}
+		holder[c.name.Name] = c.pub.Namespace
+		for _, anc := range ancestors(c.name.Placed) {
+			if !slices.Contains(beneath[anc], c.pub.Namespace) {
+				beneath[anc] = append(beneath[anc], c.pub.Namespace)
+			}
+		}
+		stored := StoredName(c.name.Placed)
+		if _, ok := granted[stored]; !ok {
+			order = append(order, stored)
+		}
+		granted[stored] = append(granted[stored], c)
+	}
+
+	names := make(map[string]struct{}, len(order))
+	for _, stored := range order {
+		names[stored] = struct{}{}
+		res.Records[stored] = records(stored, granted[stored], res.Problems)
+	}
+	if len(names) == 0 {
+		delete(x.published, group)
+	} else {
+		x.published[group] = names
+	}
+	return res
+}
+
+// conflict returns the namespace and name of a granted claim of another namespace
+// related to c, or empty strings.
+func conflict(c claim, holder map[string]string, beneath map[string][]string) (string, string) {
+	ns := c.pub.Namespace
+	if h, ok := holder[c.name.Name]; ok && h != ns {
+		return h, c.name.Name
+	}
+	for _, anc := range ancestors(c.name.Placed) {
+		if h, ok := holder[anc]; ok && h != ns {
+			return h, anc
+		}
+	}
+	for _, h := range beneath[c.name.Name] {
+		if h != ns {
+			return h, "a name beneath it"
+		}
+	}
+	return "", ""
+}
+
+// ancestors returns the names strictly between n and its zone. The apex is not
+// among them: its records are stored apart and answer only the apex itself.
+func ancestors(n dnsname.Placed) []string {
+	if n.Apex() {
+		return nil
+	}
+	var out []string
+	for name := n.Name; ; {
+		i := strings.IndexByte(name, '.')
+		name = name[i+1:]
+		if name == n.Zone {
+			return out
+		}
+		out = append(out, name)
+	}
+}
+
+// records merges the granted claims of one name into its records. Addresses win
+// over CNAME targets, and a name has at most one CNAME. All records of a name get
+// the smallest TTL among its claims, since an RRset has one TTL.
+func records(stored string, claims []claim, problems map[string][]source.Problem) []skydns.Record {
+	ttl := claims[0].pub.TTL
+	sources := make(map[netip.Addr]string)
+	var addrs []netip.Addr
+	for _, c := range claims {
+		ttl = min(ttl, c.pub.TTL)
+		for _, a := range c.pub.Addresses {
+			if _, ok := sources[a]; !ok {
+				sources[a] = c.pub.Source
+				addrs = append(addrs, a)
+			}
+		}
+	}
+	if len(addrs) > 0 {
+		slices.SortFunc(addrs, func(a, b netip.Addr) int { return a.Compare(b) })
+		out := make([]skydns.Record, len(addrs))
+		for i, a := range addrs {
+			out[i] = skydns.Record{Name: stored, Host: a.String(), TTL: ttl, Source: sources[a]}
+		}
+		for _, c := range claims {
+			if len(c.pub.Targets) > 0 {
+				addProblem(problems, c.pub.Source, source.Problem{
+					Reason:  source.ReasonCNAMEIgnored,
+					Message: fmt.Sprintf("hostname %s has addresses, so the CNAME to %s is not published", c.name.Name, c.pub.Targets[0]),
+				})
+			}
+		}
+		return out
+	}
+	var out []skydns.Record
+	for _, c := range claims {
+		for _, t := range c.pub.Targets {
+			if out == nil {
+				out = []skydns.Record{{Name: stored, Host: t, TTL: ttl, Source: c.pub.Source}}
+				continue
+			}
+			if t != out[0].Host {
+				addProblem(problems, c.pub.Source, source.Problem{
+					Reason:  source.ReasonCNAMEIgnored,
+					Message: fmt.Sprintf("hostname %s already has a CNAME to %s, so the CNAME to %s is not published", c.name.Name, out[0].Host, t),
+				})
+			}
+		}
+	}
+	return out
+}
+
+func addProblem(problems map[string][]source.Problem, src string, p source.Problem) {
+	if !slices.Contains(problems[src], p) {
+		problems[src] = append(problems[src], p)
+	}
+}
+
+// Publication returns the stored publication of src, or nil.
+func (x *Index) Publication(src string) *source.Publication { return x.pubs[src] }
+
+// GroupsOf returns the groups the names of src fall in.
+func (x *Index) GroupsOf(src string) []string { return groupsOf(x.pubs[src]) }
+
+// Sources returns the sources of every stored publication.
+func (x *Index) Sources() []string {
+	out := make([]string, 0, len(x.pubs))
+	for s := range x.pubs {
+		out = append(out, s)
+	}
+	return out
+}

@@ -1,0 +1,361 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/skylb/skylb/internal/claim"
+	"github.com/skylb/skylb/internal/skydns"
+	"github.com/skylb/skylb/internal/source"
+)
+
+// Publisher receives the records the controller wants published.
+type Publisher interface {
+	// Set replaces the records of one stored name.
+	Set(stored string, records []skydns.Record)
+	// Complete says every wanted name has been Set.
+	Complete()
+	// Resync compares everything with etcd once more.
+	Resync()
+}
+
+// Config configures a Controller.
+type Config struct {
+	Source         source.Config
+	ResyncInterval time.Duration // full reconciliation period; 0 disables
+	Workers        int
+	Log            logrus.FieldLogger
+}
+
+// Controller turns Services and Ingresses into records.
+type Controller struct {
+	cfg      Config
+	builder  *source.Builder
+	pub      Publisher
+	recorder record.EventRecorder
+
+	factory   informers.SharedInformerFactory
+	services  corelisters.ServiceLister
+	ingresses networkinglisters.IngressLister
+	synced    []cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[string]
+
+	mu       sync.Mutex
+	index    *claim.Index
+	found    map[string][]source.Problem            // by source: problems found reading the object
+	conflict map[string]map[string][]source.Problem // by group, then source: problems of resolution
+	reported map[string][]source.Problem            // by source: problems already told as Events
+	ready    bool
+}
+
+// New returns a Controller reading from kube and writing to pub. Events go to recorder.
+func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.EventRecorder) *Controller {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	if cfg.Log == nil {
+		cfg.Log = logrus.StandardLogger()
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields))
+	svcInformer := factory.Core().V1().Services()
+	ingInformer := factory.Networking().V1().Ingresses()
+	c := &Controller{
+		cfg:       cfg,
+		builder:   source.NewBuilder(cfg.Source),
+		pub:       pub,
+		recorder:  recorder,
+		factory:   factory,
+		services:  svcInformer.Lister(),
+		ingresses: ingInformer.Lister(),
+		synced:    []cache.InformerSynced{svcInformer.Informer().HasSynced, ingInformer.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb"}),
+		index:    claim.NewIndex(),
+		found:    make(map[string][]source.Problem),
+		conflict: make(map[string]map[string][]source.Problem),
+		reported: make(map[string][]source.Problem),
+	}
+	c.handle(svcInformer.Informer(), source.KindService)
+	c.handle(ingInformer.Informer(), source.KindIngress)
+	return c
+}
+
+// stripManagedFields drops what skylb never reads before objects enter the caches.
+func stripManagedFields(obj any) (any, error) {
+	if acc, err := meta.Accessor(obj); err == nil {
+		acc.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+func (c *Controller) handle(inf cache.SharedIndexInformer, kind string) {
+	enqueue := func(obj any) {
+		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		if err != nil {
+			utilruntime.HandleError(err)
+			return
+		}
+		c.queue.Add(kind + "/" + key)
+	}
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	})
+	if err != nil {
+		panic(fmt.Sprintf("add %s event handler: %v", kind, err))
+	}
+}
+
+// Ready reports whether the caches have synced and the first full pass is done.
+func (c *Controller) Ready() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ready
+}
+
+// Run starts the informers, waits for their caches, publishes everything once and
+// then follows changes until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+
+	c.factory.Start(ctx.Done())
+	defer c.factory.Shutdown()
+	c.cfg.Log.Info("waiting for informer caches to sync")
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return errors.New("informer caches did not sync")
+	}
+	start := time.Now()
+	n, err := c.syncAll()
+	if err != nil {
+		return err
+	}
+	c.pub.Complete()
+	c.mu.Lock()
+	c.ready = true
+	c.mu.Unlock()
+	c.cfg.Log.WithFields(logrus.Fields{"objects": n, "took": time.Since(start).Round(time.Millisecond)}).
+		Info("caches synced; desired records computed")
+
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wait.UntilWithContext(ctx, c.runWorker, time.Second)
+		}()
+	}
+	if c.cfg.ResyncInterval > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wait.JitterUntilWithContext(ctx, c.resync, c.cfg.ResyncInterval, 0.1, false)
+		}()
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// syncAll computes the publication of every object in the caches and forgets
+// objects that are gone.
+func (c *Controller) syncAll() (int, error) {
+	keys, err := c.cachedKeys()
+	if err != nil {
+		return 0, err
+	}
+	for _, key := range keys {
+		if err := c.sync(key); err != nil {
+			return 0, fmt.Errorf("sync %s: %w", key, err)
+		}
+	}
+	return len(keys), nil
+}
+
+// cachedKeys returns the keys of every cached object and every object the index still holds.
+func (c *Controller) cachedKeys() ([]string, error) {
+	var keys []string
+	svcs, err := c.services.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list services: %w", err)
+	}
+	for _, s := range svcs {
+		keys = append(keys, source.KindService+"/"+s.Namespace+"/"+s.Name)
+	}
+	ings, err := c.ingresses.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list ingresses: %w", err)
+	}
+	for _, i := range ings {
+		keys = append(keys, source.KindIngress+"/"+i.Namespace+"/"+i.Name)
+	}
+	c.mu.Lock()
+	keys = append(keys, c.index.Sources()...)
+	c.mu.Unlock()
+	slices.Sort(keys)
+	return slices.Compact(keys), nil
+}
+
+// resync enqueues every object and asks the publisher to compare everything again.
+func (c *Controller) resync(context.Context) {
+	keys, err := c.cachedKeys()
+	if err != nil {
+		c.cfg.Log.WithError(err).Warn("resync")
+		return
+	}
+	for _, k := range keys {
+		c.queue.Add(k)
+	}
+	c.pub.Resync()
+}
+
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNextWorkItem() {
+	}
+}
+
+// processNextWorkItem handles one key. A transient error requeues the key with
+// backoff; a permanent one is logged and the key forgotten.
+func (c *Controller) processNextWorkItem() bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+	err := c.sync(key)
+	switch {
+	case err == nil:
+		c.queue.Forget(key)
+	case isPermanent(err):
+		c.cfg.Log.WithError(err).WithField("object", key).Error("giving up on object")
+		c.queue.Forget(key)
+	default:
+		c.cfg.Log.WithError(err).WithField("object", key).Warn("sync failed; will retry")
+		c.queue.AddRateLimited(key)
+	}
+	return true
+}
+
+// errPermanent marks errors that retrying cannot fix.
+var errPermanent = errors.New("permanent")
+
+func isPermanent(err error) bool { return errors.Is(err, errPermanent) }
+
+// sync brings the records of one object up to date.
+func (c *Controller) sync(key string) error {
+	pub, err := c.publication(key)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.applyLocked(key, pub)
+	return nil
+}
+
+// publication reads an object from the caches and computes what it publishes;
+// nil when the object is gone or publishes nothing.
+func (c *Controller) publication(key string) (*source.Publication, error) {
+	kind, rest, _ := strings.Cut(key, "/")
+	ns, name, ok := strings.Cut(rest, "/")
+	if !ok {
+		return nil, fmt.Errorf("malformed key %q: %w", key, errPermanent)
+	}
+	switch kind {
+	case source.KindService:
+		svc, err := c.services.Services(ns).Get(name)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		} else if err != nil {
+			return nil, err
+		}
+		return c.builder.Service(svc), nil
+	case source.KindIngress:
+		ing, err := c.ingresses.Ingresses(ns).Get(name)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		} else if err != nil {
+			return nil, err
+		}
+		return c.builder.Ingress(ing), nil
+	}
+	return nil, fmt.Errorf("unknown kind in key %q: %w", key, errPermanent)
+}
+
+// applyLocked stores a publication, resolves the groups it touches and hands the
+// resulting records to the publisher.
+func (c *Controller) applyLocked(src string, pub *source.Publication) {
+	touched := map[string]*source.Publication{src: pub}
+	for _, g := range c.index.Update(src, pub) {
+		res := c.index.Resolve(g)
+		for stored, records := range res.Records {
+			c.pub.Set(stored, records)
+		}
+		for s := range c.conflict[g] {
+			touched[s] = nil
+		}
+		for s := range res.Problems {
+			touched[s] = nil
+		}
+		if len(res.Problems) == 0 {
+			delete(c.conflict, g)
+		} else {
+			c.conflict[g] = res.Problems
+		}
+	}
+	if pub == nil {
+		delete(c.found, src)
+	} else {
+		c.found[src] = pub.Problems
+	}
+	for s := range touched {
+		c.reportLocked(s)
+	}
+}
+
+// reportLocked emits a Warning Event for each problem of an object not told before.
+func (c *Controller) reportLocked(src string) {
+	pub := c.index.Publication(src)
+	if pub == nil {
+		delete(c.reported, src)
+		return
+	}
+	current := slices.Clone(c.found[src])
+	for _, g := range c.index.GroupsOf(src) {
+		current = append(current, c.conflict[g][src]...)
+	}
+	for _, p := range current {
+		if !slices.Contains(c.reported[src], p) {
+			c.recorder.Event(&pub.Ref, corev1.EventTypeWarning, p.Reason, p.Message)
+			c.cfg.Log.WithFields(logrus.Fields{"object": src, "reason": p.Reason}).Warn(p.Message)
+		}
+	}
+	if len(current) == 0 {
+		delete(c.reported, src)
+	} else {
+		c.reported[src] = current
+	}
+}

@@ -1,0 +1,148 @@
+// Package etcdclient builds the etcd client skylb writes through: mutual TLS from
+// certificate files that are read again when they change on disk.
+package etcdclient
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Config holds what is needed to reach etcd.
+type Config struct {
+	Endpoints  []string
+	CAFile     string
+	CertFile   string
+	KeyFile    string
+	ServerName string
+	// DialTimeout bounds the first connection; requests carry their own deadlines.
+	DialTimeout time.Duration
+	Log         logrus.FieldLogger
+}
+
+// ErrNoTLS is returned when an https endpoint is given without client certificates.
+var ErrNoTLS = errors.New("https endpoints need --etcd-ca-file, --etcd-cert-file and --etcd-key-file")
+
+// TLS returns the client TLS configuration, or nil when every endpoint is plain
+// http. The client certificate is loaded on each handshake from files that are
+// re-read when they change, so a rotated certificate is used without a restart.
+func (c Config) TLS() (*tls.Config, error) {
+	secure := false
+	for _, ep := range c.Endpoints {
+		switch {
+		case strings.HasPrefix(ep, "https://"):
+			secure = true
+		case strings.HasPrefix(ep, "http://"):
+		default:
+			return nil, fmt.Errorf("endpoint %q: want an https:// or http:// URL", ep)
+		}
+	}
+	if !secure {
+		return nil, nil
+	}
+	if c.CAFile == "" || c.CertFile == "" || c.KeyFile == "" {
+		return nil, ErrNoTLS
+	}
+	caPEM, err := os.ReadFile(c.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("read CA file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("CA file %s holds no PEM certificate", c.CAFile)
+	}
+	kp := &keyPair{certFile: c.CertFile, keyFile: c.KeyFile}
+	if _, err := kp.get(); err != nil {
+		return nil, err
+	}
+	return &tls.Config{
+		MinVersion:           tls.VersionTLS12,
+		RootCAs:              pool,
+		ServerName:           c.ServerName,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return kp.get() },
+	}, nil
+}
+
+// New connects to etcd. It does not wait for the connection: an unreachable etcd
+// shows up as failing requests, which callers retry.
+func New(c Config) (*clientv3.Client, error) {
+	tlsConfig, err := c.TLS()
+	if err != nil {
+		return nil, err
+	}
+	if tlsConfig == nil && c.Log != nil {
+		c.Log.WithField("endpoints", c.Endpoints).Warn("etcd endpoints are plain http: records travel unencrypted and unauthenticated; use this only for local tests")
+	}
+	dial := c.DialTimeout
+	if dial == 0 {
+		dial = 5 * time.Second
+	}
+	return clientv3.New(clientv3.Config{
+		Endpoints:            c.Endpoints,
+		TLS:                  tlsConfig,
+		DialTimeout:          dial,
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: 5 * time.Second,
+		AutoSyncInterval:     time.Minute,
+		RejectOldCluster:     true,
+		Logger:               zap.NewNop(),
+	})
+}
+
+// keyPair caches a certificate and key, loading them again when either file's
+// modification time or size changes (a Secret update swaps a symlink, which
+// changes both).
+type keyPair struct {
+	certFile, keyFile string
+
+	mu    sync.Mutex
+	stamp string
+	cert  *tls.Certificate
+}
+
+func (k *keyPair) get() (*tls.Certificate, error) {
+	stamp, err := fileStamp(k.certFile, k.keyFile)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err != nil {
+		if k.cert != nil {
+			// The files are being swapped: keep the pair in use.
+			return k.cert, nil
+		}
+		return nil, err
+	}
+	if k.cert != nil && stamp == k.stamp {
+		return k.cert, nil
+	}
+	cert, err := tls.LoadX509KeyPair(k.certFile, k.keyFile)
+	if err != nil {
+		if k.cert != nil {
+			// A half-written rotation: keep using the previous pair until both files agree.
+			return k.cert, nil
+		}
+		return nil, fmt.Errorf("load client certificate: %w", err)
+	}
+	k.cert, k.stamp = &cert, stamp
+	return k.cert, nil
+}
+
+func fileStamp(files ...string) (string, error) {
+	var b strings.Builder
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			return "", fmt.Errorf("client certificate: %w", err)
+		}
+		fmt.Fprintf(&b, "%s:%d:%d;", f, st.ModTime().UnixNano(), st.Size())
+	}
+	return b.String(), nil
+}

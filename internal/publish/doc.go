@@ -1,0 +1,18 @@
+// Package publish writes skylb's records to etcd.
+//
+// A Publisher holds two things per stored name: the records skylb wants there
+// (set by the controller) and the keys skylb owns there (its view of etcd). The
+// view is loaded by one paged list of the prefix and kept current by a watch from
+// the next revision, so comparing the two needs no etcd read. When they differ,
+// the Publisher writes the difference in transactions: all changes to one name in
+// one transaction, many names per transaction up to etcd's operation limit.
+//
+// A key is skylb's when its value is JSON whose "owner" is skylb's owner id. Keys of
+// other owners, hand-written keys and keys whose value is not JSON are never changed
+// or deleted, with one exception: a key skylb wants to write is written, which
+// repairs garbage stored under one of skylb's own deterministic keys. Nothing is ever
+// deleted by prefix.
+//
+// Until Complete is called the Publisher writes nothing, so that nothing is deleted
+// before the controller's caches have synced.
+package publish

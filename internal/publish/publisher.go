@@ -1,0 +1,459 @@
+package publish
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/skylb/skylb/internal/skydns"
+)
+
+// ErrFenced is returned when a transaction was refused because a Guard's
+// conditions no longer hold, such as leadership lost to another replica.
+var ErrFenced = errors.New("transaction refused by its guard")
+
+// Guard adds conditions to every transaction the Publisher commits.
+type Guard interface {
+	// Compares returns the conditions under which a write may land, or an error
+	// when no write may be attempted now.
+	Compares() ([]clientv3.Cmp, error)
+}
+
+// Config configures a Publisher.
+type Config struct {
+	Prefix    string        // key prefix, e.g. "/skydns"
+	Owner     string        // owner id written into every value
+	Timeout   time.Duration // deadline of each etcd request
+	MaxTxnOps int           // operations per transaction, at most etcd's --max-txn-ops
+	PageSize  int64         // keys per page when listing the prefix
+	Guard     Guard         // optional
+	Log       logrus.FieldLogger
+}
+
+func (c *Config) defaults() {
+	if c.Timeout == 0 {
+		c.Timeout = 5 * time.Second
+	}
+	if c.MaxTxnOps == 0 {
+		c.MaxTxnOps = 128
+	}
+	if c.PageSize == 0 {
+		c.PageSize = 1000
+	}
+	if c.Log == nil {
+		c.Log = logrus.StandardLogger()
+	}
+}
+
+// Stats counts what a Publisher has written since it started.
+type Stats struct {
+	Txns    int64 // transactions committed
+	Puts    int64 // keys written
+	Deletes int64 // keys deleted
+	Errors  int64 // failed etcd requests
+	Relists int64 // full lists of the prefix
+}
+
+// entry is a key of skylb's in the view, or a tombstone of one it deleted.
+type entry struct {
+	value   []byte
+	host    string
+	modRev  int64
+	deleted bool
+}
+
+// want is a key skylb wants written.
+type want struct {
+	value []byte
+	host  string
+}
+
+type name struct {
+	desired map[string]want   // key -> value; nil when nothing is wanted
+	actual  map[string]*entry // skylb's keys beneath the name
+}
+
+// Publisher keeps skylb's records in etcd equal to the desired records.
+type Publisher struct {
+	cfg    Config
+	client *clientv3.Client
+	dir    string // prefix with a trailing slash
+
+	mu       sync.Mutex
+	names    map[string]*name
+	dirty    map[string]struct{}
+	tombs    []tomb
+	complete bool
+	loaded   bool
+	idle     *sync.Cond
+	flushing bool
+
+	wake chan struct{}
+
+	txns, puts, deletes, errs, relists atomic.Int64
+}
+
+type tomb struct {
+	name, key string
+	rev       int64
+}
+
+// New returns a Publisher writing through client.
+func New(client *clientv3.Client, cfg Config) *Publisher {
+	cfg.defaults()
+	p := &Publisher{
+		cfg:    cfg,
+		client: client,
+		dir:    trimSlash(cfg.Prefix) + "/",
+		names:  make(map[string]*name),
+		dirty:  make(map[string]struct{}),
+		wake:   make(chan struct{}, 1),
+	}
+	p.idle = sync.NewCond(&p.mu)
+	return p
+}
+
+func trimSlash(s string) string {
+	for len(s) > 1 && s[len(s)-1] == '/' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// Set replaces the records wanted at one stored name; nil or empty wants none.
+func (p *Publisher) Set(stored string, records []skydns.Record) {
+	var desired map[string]want
+	if len(records) > 0 {
+		desired = make(map[string]want, len(records))
+		for _, r := range records {
+			desired[skydns.Key(p.cfg.Prefix, p.cfg.Owner, r)] = want{value: skydns.Encode(p.cfg.Owner, r), host: r.Host}
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.names[stored]
+	if n == nil {
+		if desired == nil {
+			return
+		}
+		n = &name{}
+		p.names[stored] = n
+	}
+	if sameWants(n.desired, desired) {
+		return
+	}
+	n.desired = desired
+	p.markLocked(stored)
+}
+
+func sameWants(a, b map[string]want) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !bytes.Equal(v.value, w.value) {
+			return false
+		}
+	}
+	return true
+}
+
+// Complete declares that every wanted name has been Set. From then on the
+// Publisher writes, and deletes the keys of skylb's that no name wants.
+func (p *Publisher) Complete() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.complete = true
+	p.markAllLocked()
+}
+
+// Resync compares every name with the view and repairs what differs. It reads
+// nothing from etcd.
+func (p *Publisher) Resync() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.markAllLocked()
+}
+
+// Ready reports whether the view of etcd is loaded and the desired state complete.
+func (p *Publisher) Ready() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.loaded && p.complete
+}
+
+// WaitIdle blocks until the Publisher is ready and has nothing left to write,
+// or ctx ends.
+func (p *Publisher) WaitIdle(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.idle.Broadcast()
+	})
+	defer stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for !(p.loaded && p.complete && len(p.dirty) == 0 && !p.flushing) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p.idle.Wait()
+	}
+	return nil
+}
+
+// Stats returns the counters of what the Publisher has done.
+func (p *Publisher) Stats() Stats {
+	return Stats{
+		Txns: p.txns.Load(), Puts: p.puts.Load(), Deletes: p.deletes.Load(),
+		Errors: p.errs.Load(), Relists: p.relists.Load(),
+	}
+}
+
+func (p *Publisher) markLocked(stored string) {
+	p.dirty[stored] = struct{}{}
+	p.poke()
+}
+
+func (p *Publisher) markAllLocked() {
+	for stored := range p.names {
+		p.dirty[stored] = struct{}{}
+	}
+	p.poke()
+}
+
+// poke wakes the flush loop without blocking.
+func (p *Publisher) poke() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run loads the view of etcd, keeps it current and writes changes until ctx
+// ends. It survives etcd being unavailable: every failure is retried with backoff.
+func (p *Publisher) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		p.flushLoop(ctx)
+	}()
+	for ctx.Err() == nil {
+		rev, ok := p.loadWithRetry(ctx)
+		if !ok {
+			break
+		}
+		p.watch(ctx, rev)
+	}
+	wg.Wait()
+}
+
+// flushLoop writes dirty names whenever there are some, backing off on errors.
+func (p *Publisher) flushLoop(ctx context.Context) {
+	bo := newBackoff(100*time.Millisecond, 30*time.Second)
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wake:
+		}
+		err := p.flush(ctx)
+		switch {
+		case err == nil:
+			if failing {
+				p.cfg.Log.Info("etcd writes succeed again")
+				failing = false
+			}
+			bo.reset()
+		case ctx.Err() != nil:
+			return
+		default:
+			p.errs.Add(1)
+			delay := bo.next()
+			if !failing || errors.Is(err, ErrFenced) {
+				p.cfg.Log.WithError(err).WithField("retry_in", delay).Warn("writing to etcd failed")
+			} else {
+				p.cfg.Log.WithError(err).WithField("retry_in", delay).Debug("writing to etcd failed again")
+			}
+			failing = true
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(delay):
+			}
+			p.poke()
+		}
+	}
+}
+
+// change is the set of operations that bring one name to its desired state.
+type change struct {
+	name    string
+	ops     []clientv3.Op
+	puts    map[string]want
+	dels    []string
+	added   []string
+	removed []string
+}
+
+// flush writes every dirty name. Names whose writes fail stay dirty.
+func (p *Publisher) flush(ctx context.Context) error {
+	p.mu.Lock()
+	if !p.loaded || !p.complete || len(p.dirty) == 0 {
+		p.mu.Unlock()
+		return nil
+	}
+	p.flushing = true
+	names := make([]string, 0, len(p.dirty))
+	for stored := range p.dirty {
+		names = append(names, stored)
+	}
+	clear(p.dirty)
+	slices.Sort(names)
+	var changes []change
+	for _, stored := range names {
+		if c, ok := p.diffLocked(stored); ok {
+			changes = append(changes, c)
+		}
+	}
+	p.mu.Unlock()
+
+	var failed error
+	for len(changes) > 0 {
+		n, ops := 0, 0
+		for n < len(changes) && (n == 0 || ops+len(changes[n].ops) <= p.cfg.MaxTxnOps) {
+			ops += len(changes[n].ops)
+			n++
+		}
+		batch := changes[:n]
+		changes = changes[n:]
+		if err := p.commit(ctx, batch); err != nil {
+			failed = err
+			p.mu.Lock()
+			for _, c := range batch {
+				p.dirty[c.name] = struct{}{}
+			}
+			for _, c := range changes {
+				p.dirty[c.name] = struct{}{}
+			}
+			p.mu.Unlock()
+			break
+		}
+	}
+	p.mu.Lock()
+	p.flushing = false
+	if len(p.dirty) > 0 && failed == nil {
+		p.poke()
+	}
+	p.idle.Broadcast()
+	p.mu.Unlock()
+	return failed
+}
+
+// diffLocked computes the change of one name, dropping names that need nothing.
+func (p *Publisher) diffLocked(stored string) (change, bool) {
+	n := p.names[stored]
+	if n == nil {
+		return change{}, false
+	}
+	c := change{name: stored}
+	for _, key := range sortedKeys(n.desired) {
+		w := n.desired[key]
+		if e := n.actual[key]; e != nil && !e.deleted && bytes.Equal(e.value, w.value) {
+			continue
+		}
+		if c.puts == nil {
+			c.puts = make(map[string]want)
+		}
+		c.puts[key] = w
+		c.ops = append(c.ops, clientv3.OpPut(key, string(w.value)))
+		if e := n.actual[key]; e == nil || e.deleted || e.host != w.host {
+			c.added = append(c.added, w.host)
+		}
+	}
+	for _, key := range sortedKeys(n.actual) {
+		e := n.actual[key]
+		if _, ok := n.desired[key]; ok || e.deleted {
+			continue
+		}
+		c.dels = append(c.dels, key)
+		c.ops = append(c.ops, clientv3.OpDelete(key))
+		c.removed = append(c.removed, e.host)
+	}
+	if len(c.ops) == 0 {
+		if n.desired == nil && len(n.actual) == 0 {
+			delete(p.names, stored)
+		}
+		return change{}, false
+	}
+	return c, true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// commit writes a batch of changes in one transaction and records the result in the view.
+func (p *Publisher) commit(ctx context.Context, batch []change) error {
+	var ops []clientv3.Op
+	for _, c := range batch {
+		ops = append(ops, c.ops...)
+	}
+	var cmps []clientv3.Cmp
+	if p.cfg.Guard != nil {
+		var err error
+		if cmps, err = p.cfg.Guard.Compares(); err != nil {
+			return fmt.Errorf("%w: %w", ErrFenced, err)
+		}
+	}
+	// A transaction under way finishes even when ctx ends at shutdown; its own
+	// deadline bounds it.
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Timeout)
+	defer cancel()
+	resp, err := p.client.Txn(tctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		return fmt.Errorf("commit %d operations for %d names: %w", len(ops), len(batch), err)
+	}
+	if !resp.Succeeded {
+		return ErrFenced
+	}
+	rev := resp.Header.Revision
+	p.txns.Add(1)
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range batch {
+		n := p.names[c.name]
+		if n.actual == nil {
+			n.actual = make(map[string]*entry)
+		}
+		for key, w := range c.puts {
+			n.actual[key] = &entry{value: w.value, host: w.host, modRev: rev}
+		}
+		for _, key := range c.dels {
+			n.actual[key] = &entry{modRev: rev, deleted: true}
+			p.tombs = append(p.tombs, tomb{name: c.name, key: key, rev: rev})
+		}
+		p.puts.Add(int64(len(c.puts)))
+		p.deletes.Add(int64(len(c.dels)))
+		p.cfg.Log.WithFields(logrus.Fields{
+			"name": c.name, "added": c.added, "removed": c.removed, "revision": rev,
+		}).Info("records changed")
+	}
+	return nil
+}

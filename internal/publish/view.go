@@ -1,0 +1,210 @@
+package publish
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/skylb/skylb/internal/skydns"
+)
+
+// loadWithRetry lists the prefix until it succeeds or ctx ends, and returns the
+// revision the view is current at.
+func (p *Publisher) loadWithRetry(ctx context.Context) (int64, bool) {
+	bo := newBackoff(200*time.Millisecond, 30*time.Second)
+	for attempt := 0; ; attempt++ {
+		rev, err := p.load(ctx)
+		if err == nil {
+			if attempt > 0 {
+				p.cfg.Log.WithField("revision", rev).Info("etcd is reachable again; view loaded")
+			}
+			return rev, true
+		}
+		if ctx.Err() != nil {
+			return 0, false
+		}
+		p.errs.Add(1)
+		delay := bo.next()
+		entry := p.cfg.Log.WithError(err).WithField("retry_in", delay)
+		if attempt == 0 {
+			entry.Warn("listing etcd failed")
+		} else {
+			entry.Debug("listing etcd failed again")
+		}
+		select {
+		case <-ctx.Done():
+			return 0, false
+		case <-time.After(delay):
+		}
+	}
+}
+
+// load lists the prefix page by page at one revision and replaces the view.
+func (p *Publisher) load(ctx context.Context) (int64, error) {
+	p.mu.Lock()
+	p.loaded = false
+	p.mu.Unlock()
+
+	owned := make(map[string]map[string]*entry)
+	end := clientv3.GetPrefixRangeEnd(p.dir)
+	key, rev := p.dir, int64(0)
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(p.cfg.PageSize)}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		tctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+		resp, err := p.client.Get(tctx, key, opts...)
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			stored, _, ok := skydns.SplitKey(p.cfg.Prefix, string(kv.Key))
+			if !ok {
+				continue
+			}
+			if host, mine := p.owns(kv.Value); mine {
+				if owned[stored] == nil {
+					owned[stored] = make(map[string]*entry)
+				}
+				owned[stored][string(kv.Key)] = &entry{value: kv.Value, host: host, modRev: kv.ModRevision}
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for stored, n := range p.names {
+		n.actual = owned[stored]
+		delete(owned, stored)
+	}
+	for stored, actual := range owned {
+		p.names[stored] = &name{actual: actual}
+	}
+	p.tombs = nil
+	p.loaded = true
+	p.relists.Add(1)
+	p.markAllLocked()
+	return rev, nil
+}
+
+// owns reports whether a stored value is skylb's, and its host.
+func (p *Publisher) owns(value []byte) (string, bool) {
+	// Cheap test first: most values of a shared prefix are not skylb's.
+	if !bytes.Contains(value, []byte(p.cfg.Owner)) {
+		return "", false
+	}
+	v, err := skydns.Decode(value)
+	if err != nil || v.Owner != p.cfg.Owner {
+		return "", false
+	}
+	return v.Host, true
+}
+
+// watch applies changes from revision rev+1 on until a relist is needed or ctx ends.
+func (p *Publisher) watch(ctx context.Context, rev int64) {
+	next := rev + 1
+	bo := newBackoff(200*time.Millisecond, 10*time.Second)
+	for ctx.Err() == nil {
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		wch := p.client.Watch(wctx, p.dir, clientv3.WithPrefix(), clientv3.WithRev(next), clientv3.WithProgressNotify())
+		for wr := range wch {
+			if wr.CompactRevision != 0 {
+				cancel()
+				p.cfg.Log.WithFields(logrus.Fields{"revision": next, "compacted": wr.CompactRevision}).
+					Warn("etcd compacted past the watch; listing again")
+				return
+			}
+			if err := wr.Err(); err != nil {
+				p.cfg.Log.WithError(err).Debug("etcd watch ended")
+				break
+			}
+			bo.reset()
+			if n := len(wr.Events); n > 0 {
+				next = wr.Events[n-1].Kv.ModRevision + 1
+			} else if wr.IsProgressNotify() {
+				next = wr.Header.Revision + 1
+			}
+			p.apply(wr.Events, next-1)
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+		case <-time.After(bo.next()):
+		}
+	}
+}
+
+// apply records watched events in the view. Events no newer than what the view
+// holds are skylb's own writes, already recorded. Any other change to a key of
+// skylb's marks its name for repair.
+func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ev := range events {
+		key := string(ev.Kv.Key)
+		stored, _, ok := skydns.SplitKey(p.cfg.Prefix, key)
+		if !ok {
+			continue
+		}
+		n := p.names[stored]
+		var old *entry
+		if n != nil {
+			old = n.actual[key]
+		}
+		if old != nil && ev.Kv.ModRevision <= old.modRev {
+			continue
+		}
+		host, mine := "", false
+		if ev.Type == mvccpb.PUT {
+			host, mine = p.owns(ev.Kv.Value)
+		}
+		switch {
+		case mine:
+			if n == nil {
+				n = &name{}
+				p.names[stored] = n
+			}
+			if n.actual == nil {
+				n.actual = make(map[string]*entry)
+			}
+			n.actual[key] = &entry{value: ev.Kv.Value, host: host, modRev: ev.Kv.ModRevision}
+		case old != nil:
+			// Deleted, or overwritten with something that is not skylb's.
+			delete(n.actual, key)
+		default:
+			continue
+		}
+		p.markLocked(stored)
+	}
+	p.pruneTombsLocked(rev)
+}
+
+// pruneTombsLocked forgets the tombstones of deletes the watch has passed.
+func (p *Publisher) pruneTombsLocked(rev int64) {
+	kept := p.tombs[:0]
+	for _, t := range p.tombs {
+		if t.rev > rev {
+			kept = append(kept, t)
+			continue
+		}
+		if n := p.names[t.name]; n != nil {
+			if e := n.actual[t.key]; e != nil && e.deleted && e.modRev == t.rev {
+				delete(n.actual, t.key)
+			}
+		}
+	}
+	p.tombs = kept
+}

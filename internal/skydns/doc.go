@@ -1,0 +1,15 @@
+// Package skydns maps DNS records to the etcd keys and JSON values that CoreDNS's
+// etcd plugin serves, and back.
+//
+// A name is stored as a path of its labels in reverse order under a prefix, and
+// every record of the name is one key beneath that path:
+//
+//	web.default.example.org  A  192.0.2.10
+//	/skydns/org/example/default/web/default-5c2f8e0e1a3b = {"host":"192.0.2.10","ttl":30,...}
+//
+// The last segment of a key is a DNS label made from the owner id and a hash of
+// the record's content, so the same record always has the same key and the keys of
+// different owners never collide. CoreDNS ignores the JSON fields it does not know;
+// skylb adds "owner" and "source" so that a person reading etcd sees who wrote a
+// record and why.
+package skydns

@@ -1,0 +1,138 @@
+package skydns
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// Type is the DNS type a record is served as. CoreDNS derives it from the value's
+// host field: an IPv4 address is an A record, an IPv6 address AAAA, a name CNAME.
+type Type string
+
+// The record types skylb writes.
+const (
+	A     Type = "A"
+	AAAA  Type = "AAAA"
+	CNAME Type = "CNAME"
+)
+
+// hashLength is the number of hex digits of the content hash in a key label.
+const hashLength = 12
+
+// MaxOwnerLength is the longest owner id that leaves room in a key label for the hash.
+const MaxOwnerLength = 63 - 1 - hashLength
+
+// Record is one DNS record of a name, as skylb publishes it.
+type Record struct {
+	Name   string // the stored name, normalised, without trailing dot
+	Host   string // IP address or target name
+	Port   int    // SRV port, 0 otherwise
+	TTL    uint32
+	Source string // the object the record comes from, e.g. "service/default/web"
+}
+
+// Type returns the DNS type CoreDNS serves the record as.
+func (r Record) Type() Type {
+	addr, err := netip.ParseAddr(r.Host)
+	switch {
+	case err != nil:
+		return CNAME
+	case addr.Is4():
+		return A
+	default:
+		return AAAA
+	}
+}
+
+// String formats the record as a zone-file line, for logs.
+func (r Record) String() string {
+	return fmt.Sprintf("%s %d %s %s", r.Name, r.TTL, r.Type(), r.Host)
+}
+
+// Value is the JSON stored in etcd. The first fields are those of CoreDNS's
+// msg.Service; Owner and Source are skylb's and ignored by CoreDNS.
+type Value struct {
+	Host   string `json:"host"`
+	Port   int    `json:"port,omitempty"`
+	TTL    uint32 `json:"ttl,omitempty"`
+	Owner  string `json:"owner,omitempty"`
+	Source string `json:"source,omitempty"`
+}
+
+// Path returns the etcd path of a name under prefix, without a trailing slash:
+// Path("/skydns", "web.example.org") is "/skydns/org/example/web".
+func Path(prefix, name string) string {
+	labels := strings.Split(name, ".")
+	var b strings.Builder
+	b.Grow(len(prefix) + len(name) + 1)
+	b.WriteString(strings.TrimSuffix(prefix, "/"))
+	for i := len(labels) - 1; i >= 0; i-- {
+		b.WriteByte('/')
+		b.WriteString(labels[i])
+	}
+	return b.String()
+}
+
+// Label returns the last key segment of a record written by owner: the owner id,
+// a hyphen and a hash of what makes the record distinct within its name.
+func Label(owner string, r Record) string {
+	h := sha256.New()
+	h.Write([]byte(r.Host))
+	if r.Port != 0 {
+		h.Write([]byte{0})
+		h.Write([]byte(strconv.Itoa(r.Port)))
+	}
+	return owner + "-" + hex.EncodeToString(h.Sum(nil))[:hashLength]
+}
+
+// Key returns the etcd key of a record written by owner under prefix.
+func Key(prefix, owner string, r Record) string {
+	return Path(prefix, r.Name) + "/" + Label(owner, r)
+}
+
+// Encode returns the JSON value of a record written by owner.
+func Encode(owner string, r Record) []byte {
+	b, err := json.Marshal(Value{Host: r.Host, Port: r.Port, TTL: r.TTL, Owner: owner, Source: r.Source})
+	if err != nil {
+		// Marshalling a struct of strings and integers cannot fail.
+		panic(fmt.Sprintf("encode %s: %v", r, err))
+	}
+	return b
+}
+
+// Decode parses a stored value. It fails on anything that is not a JSON object.
+func Decode(b []byte) (Value, error) {
+	var v Value
+	if err := json.Unmarshal(b, &v); err != nil {
+		return Value{}, fmt.Errorf("decode value: %w", err)
+	}
+	return v, nil
+}
+
+// SplitKey splits a key under prefix into the stored name and the record label:
+// SplitKey("/skydns", "/skydns/org/example/web/x1") is ("web.example.org", "x1").
+// It reports false for keys outside the prefix or without a name.
+func SplitKey(prefix, key string) (name, label string, ok bool) {
+	rest, found := strings.CutPrefix(key, strings.TrimSuffix(prefix, "/")+"/")
+	if !found {
+		return "", "", false
+	}
+	i := strings.LastIndexByte(rest, '/')
+	if i <= 0 || i == len(rest)-1 {
+		return "", "", false
+	}
+	segs := strings.Split(rest[:i], "/")
+	for l, r := 0, len(segs)-1; l < r; l, r = l+1, r-1 {
+		segs[l], segs[r] = segs[r], segs[l]
+	}
+	return strings.Join(segs, "."), rest[i+1:], true
+}
+
+// ApexName is the stored name of a zone's apex records: CoreDNS answers a query
+// for the zone itself from the keys beneath dns/apex.
+func ApexName(zone string) string { return "apex.dns." + zone }

@@ -1,0 +1,203 @@
+package source
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skylb/skylb/internal/dnsname"
+)
+
+// Annotations read on Services and Ingresses.
+const (
+	AnnotationHostname = "skylb.io/hostname"
+	AnnotationTTL      = "skylb.io/ttl"
+)
+
+// Annotations of external-dns, read so that its users can switch without editing objects.
+var (
+	externalDNSHostnames = []string{
+		"external-dns.alpha.kubernetes.io/hostname",
+		"external-dns.kubernetes.io/hostname",
+	}
+	externalDNSTTLs = []string{
+		"external-dns.alpha.kubernetes.io/ttl",
+		"external-dns.kubernetes.io/ttl",
+	}
+)
+
+// MaxTTL is the largest TTL accepted from an annotation (RFC 2181 allows 2^31-1;
+// a day is more than any load-balanced name should be cached).
+const MaxTTL = 86400
+
+// Config says how objects become publications.
+type Config struct {
+	Zones            dnsname.Zones
+	TTL              uint32 // default record TTL
+	DefaultNamespace string // Services of this namespace are also published as <svc>.<zone>
+}
+
+// Builder computes publications from objects.
+type Builder struct {
+	cfg Config
+}
+
+// NewBuilder returns a Builder for cfg.
+func NewBuilder(cfg Config) *Builder {
+	return &Builder{cfg: cfg}
+}
+
+// Service returns the publication of a Service, or nil when it publishes nothing
+// because it is not of type LoadBalancer.
+func (b *Builder) Service(svc *corev1.Service) *Publication {
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return nil
+	}
+	p := b.newPublication(KindService, &svc.ObjectMeta, corev1.ObjectReference{
+		Kind: "Service", APIVersion: "v1", Namespace: svc.Namespace, Name: svc.Name, UID: svc.UID,
+	})
+	zone := b.cfg.Zones[0]
+	b.addName(p, svc.Name+"."+svc.Namespace+"."+zone, true)
+	if b.cfg.DefaultNamespace != "" && svc.Namespace == b.cfg.DefaultNamespace {
+		b.addName(p, svc.Name+"."+zone, true)
+	}
+	b.addAnnotatedNames(p, svc.Annotations)
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		p.addStatus(ing.IP, ing.Hostname)
+	}
+	p.finish()
+	return p
+}
+
+// Ingress returns the publication of an Ingress: its rule and TLS hosts, and
+// the names in its hostname annotations.
+func (b *Builder) Ingress(ing *networkingv1.Ingress) *Publication {
+	p := b.newPublication(KindIngress, &ing.ObjectMeta, corev1.ObjectReference{
+		Kind: "Ingress", APIVersion: "networking.k8s.io/v1", Namespace: ing.Namespace, Name: ing.Name, UID: ing.UID,
+	})
+	for _, rule := range ing.Spec.Rules {
+		if rule.Host != "" {
+			b.addName(p, rule.Host, false)
+		}
+	}
+	for _, tls := range ing.Spec.TLS {
+		for _, h := range tls.Hosts {
+			b.addName(p, h, false)
+		}
+	}
+	b.addAnnotatedNames(p, ing.Annotations)
+	for _, st := range ing.Status.LoadBalancer.Ingress {
+		p.addStatus(st.IP, st.Hostname)
+	}
+	p.finish()
+	return p
+}
+
+func (b *Builder) newPublication(kind string, meta *metav1.ObjectMeta, ref corev1.ObjectReference) *Publication {
+	p := &Publication{
+		Source:    kind + "/" + meta.Namespace + "/" + meta.Name,
+		Ref:       ref,
+		Namespace: meta.Namespace,
+		Created:   meta.CreationTimestamp.Time,
+		TTL:       b.cfg.TTL,
+	}
+	if ttl, key, err := annotatedTTL(meta.Annotations); err != nil {
+		p.problem(ReasonInvalidTTL, "annotation %s: %v; using %d seconds", key, err, b.cfg.TTL)
+	} else if ttl != 0 {
+		p.TTL = ttl
+	}
+	return p
+}
+
+func (b *Builder) addAnnotatedNames(p *Publication, annotations map[string]string) {
+	for _, key := range append([]string{AnnotationHostname}, externalDNSHostnames...) {
+		for _, h := range strings.Split(annotations[key], ",") {
+			if strings.TrimSpace(h) != "" {
+				b.addName(p, h, false)
+			}
+		}
+	}
+}
+
+// addName places a name in a zone, or records why it cannot be published.
+func (b *Builder) addName(p *Publication, name string, generated bool) {
+	placed, err := b.cfg.Zones.Place(name)
+	if err != nil {
+		p.problem(ReasonInvalidHostname, "hostname %q is not published: %v", name, err)
+		return
+	}
+	for i, n := range p.Names {
+		if n.Name == placed.Name {
+			p.Names[i].Generated = n.Generated || generated
+			return
+		}
+	}
+	p.Names = append(p.Names, Name{Placed: placed, Generated: generated})
+}
+
+// addStatus takes one entry of status.loadBalancer.ingress.
+func (p *Publication) addStatus(ip, hostname string) {
+	switch {
+	case ip != "":
+		addr, err := netip.ParseAddr(ip)
+		if err != nil || addr.Zone() != "" {
+			p.problem(ReasonInvalidAddress, "status address %q is not an IP address", ip)
+			return
+		}
+		p.Addresses = append(p.Addresses, addr.Unmap())
+	case hostname != "":
+		target, err := dnsname.Parse(hostname)
+		if err != nil {
+			p.problem(ReasonInvalidAddress, "status hostname %q: %v", hostname, err)
+			return
+		}
+		p.Targets = append(p.Targets, target)
+	}
+}
+
+// finish sorts what the publication holds so that equal objects give equal publications.
+func (p *Publication) finish() {
+	slices.SortFunc(p.Addresses, func(a, b netip.Addr) int { return a.Compare(b) })
+	p.Addresses = slices.Compact(p.Addresses)
+	slices.Sort(p.Targets)
+	p.Targets = slices.Compact(p.Targets)
+}
+
+func (p *Publication) problem(reason, format string, args ...any) {
+	p.Problems = append(p.Problems, Problem{Reason: reason, Message: fmt.Sprintf(format, args...)})
+}
+
+// annotatedTTL reads the TTL annotations: whole seconds or a Go duration such as "1m".
+func annotatedTTL(annotations map[string]string) (uint32, string, error) {
+	for _, key := range append([]string{AnnotationTTL}, externalDNSTTLs...) {
+		v, ok := annotations[key]
+		if !ok {
+			continue
+		}
+		ttl, err := parseTTL(strings.TrimSpace(v))
+		return ttl, key, err
+	}
+	return 0, "", nil
+}
+
+func parseTTL(v string) (uint32, error) {
+	secs, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		d, derr := time.ParseDuration(v)
+		if derr != nil {
+			return 0, fmt.Errorf("%q is neither seconds nor a duration", v)
+		}
+		secs = int64(d / time.Second)
+	}
+	if secs < 1 || secs > MaxTTL {
+		return 0, fmt.Errorf("%s is outside 1 to %d seconds", v, MaxTTL)
+	}
+	return uint32(secs), nil
+}

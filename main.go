@@ -1,0 +1,179 @@
+// Command skylb publishes Kubernetes LoadBalancer Services and Ingresses as
+// SkyDNS records in etcd, for CoreDNS's etcd plugin to serve.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/skylb/skylb/internal/app"
+	"github.com/skylb/skylb/internal/dnsname"
+	"github.com/skylb/skylb/internal/etcdclient"
+	"github.com/skylb/skylb/internal/skydns"
+	"github.com/skylb/skylb/internal/source"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+type options struct {
+	kubeconfig       string
+	zones            []string
+	etcd             etcdclient.Config
+	prefix           string
+	ttl              uint32
+	owner            string
+	defaultNamespace string
+	resync           time.Duration
+	logLevel         string
+	logFormat        string
+	showVersion      bool
+}
+
+func main() {
+	var o options
+	fs := pflag.NewFlagSet("skylb", pflag.ContinueOnError)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means in-cluster, then $KUBECONFIG, then ~/.kube/config")
+	fs.StringArrayVar(&o.zones, "zone", nil, "DNS zone served, e.g. example.org; repeatable; the first holds generated names (required)")
+	fs.StringSliceVar(&o.etcd.Endpoints, "etcd-endpoints", []string{"https://127.0.0.1:2379"}, "etcd endpoints, comma-separated")
+	fs.StringVar(&o.etcd.CAFile, "etcd-ca-file", "", "CA certificate that signed etcd's server certificate")
+	fs.StringVar(&o.etcd.CertFile, "etcd-cert-file", "", "client certificate for etcd (re-read when it changes)")
+	fs.StringVar(&o.etcd.KeyFile, "etcd-key-file", "", "client key for etcd (re-read when it changes)")
+	fs.StringVar(&o.etcd.ServerName, "etcd-server-name", "", "name to verify in etcd's server certificate, if not the endpoint's host")
+	fs.StringVar(&o.prefix, "etcd-prefix", "/skydns", "etcd key prefix CoreDNS's etcd plugin reads")
+	fs.Uint32Var(&o.ttl, "ttl", 30, "record TTL in seconds")
+	fs.StringVar(&o.owner, "owner-id", "default", "identity of this cluster's records, a DNS label")
+	fs.StringVar(&o.defaultNamespace, "default-namespace", "", "also publish Services of this namespace as <service>.<zone>")
+	fs.DurationVar(&o.resync, "resync-interval", 5*time.Minute, "forced full reconciliation period (0 disables)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if err == pflag.ErrHelp {
+			return
+		}
+		fail(err)
+	}
+	if o.showVersion {
+		fmt.Println("skylb", version)
+		return
+	}
+	cfg, err := o.config()
+	if err != nil {
+		fail(err)
+	}
+	log := cfg.Log
+	kube, err := kubeClient(o.kubeconfig)
+	if err != nil {
+		fail(fmt.Errorf("--kubeconfig: %w", err))
+	}
+	o.etcd.Log = log
+	etcd, err := etcdclient.New(o.etcd)
+	if err != nil {
+		fail(fmt.Errorf("etcd client: %w", err))
+	}
+	defer etcd.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	log.WithFields(logrus.Fields{"version": version, "zones": cfg.Source.Zones, "owner": cfg.Owner, "etcd": o.etcd.Endpoints}).Info("skylb starting")
+	if err := app.Run(ctx, cfg, kube, etcd); err != nil {
+		log.WithError(err).Error("skylb stopped")
+		os.Exit(1)
+	}
+	log.Info("skylb stopped")
+}
+
+// config validates the options; every error names its flag.
+func (o *options) config() (app.Config, error) {
+	zones, err := dnsname.ParseZones(o.zones)
+	if err != nil {
+		return app.Config{}, fmt.Errorf("--zone: %w", err)
+	}
+	if !dnsname.IsLabel(o.owner) || len(o.owner) > skydns.MaxOwnerLength {
+		return app.Config{}, fmt.Errorf("--owner-id: %q must be a DNS label of at most %d characters", o.owner, skydns.MaxOwnerLength)
+	}
+	if o.ttl < 1 || o.ttl > source.MaxTTL {
+		return app.Config{}, fmt.Errorf("--ttl: %d is outside 1 to %d seconds", o.ttl, source.MaxTTL)
+	}
+	if !strings.HasPrefix(o.prefix, "/") || strings.TrimRight(o.prefix, "/") == "" {
+		return app.Config{}, fmt.Errorf("--etcd-prefix: %q must be an absolute path such as /skydns", o.prefix)
+	}
+	if o.defaultNamespace != "" && !dnsname.IsLabel(o.defaultNamespace) {
+		return app.Config{}, fmt.Errorf("--default-namespace: %q is not a namespace name", o.defaultNamespace)
+	}
+	if o.resync < 0 {
+		return app.Config{}, fmt.Errorf("--resync-interval: must not be negative")
+	}
+	if _, err := o.etcd.TLS(); err != nil {
+		return app.Config{}, fmt.Errorf("--etcd-endpoints/--etcd-*-file: %w", err)
+	}
+	log, err := newLogger(o.logLevel, o.logFormat)
+	if err != nil {
+		return app.Config{}, err
+	}
+	return app.Config{
+		Source:         source.Config{Zones: zones, TTL: o.ttl, DefaultNamespace: o.defaultNamespace},
+		Prefix:         strings.TrimRight(o.prefix, "/"),
+		Owner:          o.owner,
+		ResyncInterval: o.resync,
+		EtcdTimeout:    5 * time.Second,
+		Log:            log,
+	}, nil
+}
+
+func newLogger(level, format string) (*logrus.Logger, error) {
+	log := logrus.New()
+	lvl, err := logrus.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	log.SetLevel(lvl)
+	switch format {
+	case "text":
+		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+	case "json":
+		log.SetFormatter(&logrus.JSONFormatter{})
+	default:
+		return nil, fmt.Errorf("--log-format: %q is neither text nor json", format)
+	}
+	return log, nil
+}
+
+// kubeClient builds a client from a kubeconfig path, or in-cluster config, or
+// $KUBECONFIG and ~/.kube/config.
+func kubeClient(path string) (kubernetes.Interface, error) {
+	var cfg *rest.Config
+	var err error
+	switch {
+	case path != "":
+		cfg, err = clientcmd.BuildConfigFromFlags("", path)
+	default:
+		cfg, err = rest.InClusterConfig()
+		if err != nil {
+			cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+				clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).ClientConfig()
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = "skylb/" + version
+	return kubernetes.NewForConfig(cfg)
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "skylb:", err)
+	os.Exit(2)
+}
