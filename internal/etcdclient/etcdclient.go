@@ -15,6 +15,8 @@ import (
 	"github.com/sirupsen/logrus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
 
 // Config holds what is needed to reach etcd.
@@ -95,6 +97,12 @@ func New(c Config) (*clientv3.Client, error) {
 		AutoSyncInterval:     time.Minute,
 		RejectOldCluster:     true,
 		Logger:               zap.NewNop(),
+		// gRPC's default reconnect backoff grows to two minutes; etcd coming
+		// back should be noticed within seconds.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+			MinConnectTimeout: 2 * time.Second,
+		})},
 	})
 }
 

@@ -1,0 +1,324 @@
+package publish_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/sirupsen/logrus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/skylb/skylb/internal/etcdtest"
+	"github.com/skylb/skylb/internal/publish"
+	"github.com/skylb/skylb/internal/skydns"
+)
+
+const owner = "test"
+
+func quietLog() logrus.FieldLogger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return l
+}
+
+// start runs a publisher against srv until the test ends.
+func start(t *testing.T, client *clientv3.Client) *publish.Publisher {
+	t.Helper()
+	p := publish.New(client, publish.Config{Prefix: "/skydns", Owner: owner, Timeout: 2 * time.Second, Log: quietLog()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return p
+}
+
+func waitIdle(t *testing.T, p *publish.Publisher) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := p.WaitIdle(ctx); err != nil {
+		t.Fatalf("WaitIdle: %v", err)
+	}
+}
+
+// dump returns every key under /skydns/ with its value.
+func dump(t *testing.T, c *clientv3.Client) map[string]string {
+	t.Helper()
+	out, err := tryDump(c)
+	if err != nil {
+		t.Fatalf("get /skydns/: %v", err)
+	}
+	return out
+}
+
+func tryDump(c *clientv3.Client) (map[string]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp, err := c.Get(ctx, "/skydns/", clientv3.WithPrefix())
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		out[string(kv.Key)] = string(kv.Value)
+	}
+	return out, nil
+}
+
+func revision(t *testing.T, c *clientv3.Client) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.Get(ctx, "/")
+	if err != nil {
+		t.Fatalf("get revision: %v", err)
+	}
+	return resp.Header.Revision
+}
+
+func put(t *testing.T, c *clientv3.Client, key, value string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.Put(ctx, key, value); err != nil {
+		t.Fatalf("put %s: %v", key, err)
+	}
+}
+
+func rec(name, host string) skydns.Record {
+	return skydns.Record{Name: name, Host: host, TTL: 30, Source: "service/default/web"}
+}
+
+// kv returns the key and value the publisher writes for r.
+func kv(r skydns.Record) (string, string) {
+	return skydns.Key("/skydns", owner, r), string(skydns.Encode(owner, r))
+}
+
+func want(records ...skydns.Record) map[string]string {
+	m := make(map[string]string)
+	for _, r := range records {
+		k, v := kv(r)
+		m[k] = v
+	}
+	return m
+}
+
+// eventually polls cond for up to 10 seconds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestCreateUpdateDelete(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	p := start(t, c)
+
+	a, b, v6 := rec("web.example.org", "192.0.2.1"), rec("web.example.org", "192.0.2.2"), rec("web.example.org", "2001:db8::1")
+	p.Set("web.example.org", []skydns.Record{a, b})
+	p.Complete()
+	waitIdle(t, p)
+	if diff := cmp.Diff(want(a, b), dump(t, c)); diff != "" {
+		t.Fatalf("after create (-want +got):\n%s", diff)
+	}
+
+	before := p.Stats().Txns
+	p.Set("web.example.org", []skydns.Record{b, v6})
+	waitIdle(t, p)
+	if diff := cmp.Diff(want(b, v6), dump(t, c)); diff != "" {
+		t.Fatalf("after update (-want +got):\n%s", diff)
+	}
+	if got := p.Stats().Txns - before; got != 1 {
+		t.Errorf("update of one name took %d transactions, want 1", got)
+	}
+
+	p.Set("web.example.org", nil)
+	waitIdle(t, p)
+	if got := dump(t, c); len(got) != 0 {
+		t.Fatalf("after delete: etcd holds %v, want nothing", got)
+	}
+}
+
+func TestForeignKeysAreLeftAlone(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	foreign := map[string]string{
+		"/skydns/org/example/web/other-1":  `{"host":"192.0.2.50","owner":"other"}`,
+		"/skydns/org/example/web/manual":   `{"host":"192.0.2.51"}`,
+		"/skydns/org/example/web/garbage":  `not json`,
+		"/skydns/org/example/webx/test-1":  `{"host":"192.0.2.52","owner":"other"}`,
+		"/skydns/org/example/web/sub/test": `{"host":"192.0.2.53","owner":"someone"}`,
+	}
+	for k, v := range foreign {
+		put(t, c, k, v)
+	}
+	p := start(t, c)
+	a := rec("web.example.org", "192.0.2.1")
+	p.Set("web.example.org", []skydns.Record{a})
+	p.Complete()
+	waitIdle(t, p)
+	p.Set("web.example.org", nil)
+	p.Resync()
+	waitIdle(t, p)
+	if diff := cmp.Diff(foreign, dump(t, c)); diff != "" {
+		t.Fatalf("foreign keys changed (-want +got):\n%s", diff)
+	}
+}
+
+func TestNothingIsWrittenBeforeComplete(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	stale := rec("old.example.org", "192.0.2.9")
+	k, v := kv(stale)
+	put(t, c, k, v)
+
+	p := start(t, c)
+	p.Set("web.example.org", []skydns.Record{rec("web.example.org", "192.0.2.1")})
+	time.Sleep(500 * time.Millisecond)
+	if diff := cmp.Diff(map[string]string{k: v}, dump(t, c)); diff != "" {
+		t.Fatalf("before Complete (-want +got):\n%s", diff)
+	}
+	if p.Ready() {
+		t.Errorf("Ready() = true before Complete")
+	}
+
+	p.Complete()
+	waitIdle(t, p)
+	if diff := cmp.Diff(want(rec("web.example.org", "192.0.2.1")), dump(t, c)); diff != "" {
+		t.Fatalf("after Complete, the stale key of this owner is not removed (-want +got):\n%s", diff)
+	}
+}
+
+func TestDriftIsRepaired(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	p := start(t, c)
+	a, b := rec("web.example.org", "192.0.2.1"), rec("web.example.org", "192.0.2.2")
+	p.Set("web.example.org", []skydns.Record{a, b})
+	p.Complete()
+	waitIdle(t, p)
+	ka, _ := kv(a)
+	kb, _ := kv(b)
+
+	tests := []struct {
+		name string
+		do   func(ctx context.Context) error
+	}{
+		{"deleted by hand", func(ctx context.Context) error { _, err := c.Delete(ctx, ka); return err }},
+		{"edited by hand", func(ctx context.Context) error {
+			_, err := c.Put(ctx, kb, `{"host":"203.0.113.66","ttl":30,"owner":"test"}`)
+			return err
+		}},
+		{"overwritten with garbage", func(ctx context.Context) error { _, err := c.Put(ctx, ka, `garbage`); return err }},
+		{"extra key of this owner", func(ctx context.Context) error {
+			_, err := c.Put(ctx, "/skydns/org/example/web/test-ffffffffffff", `{"host":"203.0.113.67","owner":"test"}`)
+			return err
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tc.do(ctx); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "repair", func() bool { return cmp.Equal(want(a, b), dump(t, c)) })
+		})
+	}
+}
+
+func TestRestartWritesNothing(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	records := map[string][]skydns.Record{}
+	for i := range 50 {
+		name := fmt.Sprintf("svc%d.default.example.org", i)
+		records[name] = []skydns.Record{rec(name, fmt.Sprintf("192.0.2.%d", i+1)), rec(name, "2001:db8::1")}
+	}
+	first := publish.New(c, publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); first.Run(ctx) }()
+	for name, rs := range records {
+		first.Set(name, rs)
+	}
+	first.Complete()
+	waitIdle(t, first)
+	cancel()
+	<-done
+
+	rev := revision(t, c)
+	second := start(t, c)
+	for name, rs := range records {
+		second.Set(name, rs)
+	}
+	second.Complete()
+	waitIdle(t, second)
+	if got := revision(t, c); got != rev {
+		t.Errorf("etcd revision moved from %d to %d on a restart with nothing changed", rev, got)
+	}
+	if s := second.Stats(); s.Txns != 0 || s.Puts != 0 || s.Deletes != 0 {
+		t.Errorf("restart wrote %+v, want nothing", s)
+	}
+}
+
+func TestManyNamesShareTransactionsWithinLimit(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	p := start(t, c)
+	expected := map[string]string{}
+	for i := range 300 {
+		name := fmt.Sprintf("svc%d.default.example.org", i)
+		r := rec(name, fmt.Sprintf("192.0.2.%d", i%250+1))
+		p.Set(name, []skydns.Record{r})
+		k, v := kv(r)
+		expected[k] = v
+	}
+	p.Complete()
+	waitIdle(t, p)
+	if diff := cmp.Diff(expected, dump(t, c)); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	// 300 single-key names fit in three transactions of at most 128 operations.
+	if s := p.Stats(); s.Txns != 3 || s.Puts != 300 {
+		t.Errorf("Stats() = %+v, want 3 transactions and 300 puts", s)
+	}
+}
+
+func TestEtcdDownThenBack(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	p := start(t, c)
+	a := rec("web.example.org", "192.0.2.1")
+	p.Set("web.example.org", []skydns.Record{a})
+	p.Complete()
+	waitIdle(t, p)
+
+	srv.Stop()
+	b := rec("api.example.org", "192.0.2.2")
+	p.Set("api.example.org", []skydns.Record{b})
+	p.Set("web.example.org", nil)
+	eventually(t, "an etcd error counted while etcd is down", func() bool { return p.Stats().Errors > 0 })
+	srv.Restart()
+	back := time.Now()
+	eventually(t, "convergence after etcd returns", func() bool {
+		got, err := tryDump(c)
+		return err == nil && cmp.Equal(want(b), got)
+	})
+	t.Logf("converged %v after etcd returned", time.Since(back).Round(time.Millisecond))
+}
