@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/publish"
