@@ -24,10 +24,18 @@ var (
 	ErrReserved    = errors.New("name is reserved for the zone's nameserver and apex records")
 )
 
-// Normalize lower-cases a name, trims surrounding white space and drops one trailing dot.
+// Normalize lower-cases the ASCII letters of a name, trims surrounding white
+// space and drops one trailing dot. Other characters are kept as they are, so
+// that Parse refuses them rather than publishing a different name (Unicode
+// lower-casing maps the Kelvin sign to "k").
 func Normalize(name string) string {
-	name = strings.ToLower(strings.TrimSpace(name))
-	return strings.TrimSuffix(name, ".")
+	b := []byte(strings.TrimSpace(name))
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + ('a' - 'A')
+		}
+	}
+	return strings.TrimSuffix(string(b), ".")
 }
 
 // Parse normalises name and checks that it is a host name made of RFC 1123

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -42,7 +43,8 @@ func (r Record) Type() Type {
 	switch {
 	case err != nil:
 		return CNAME
-	case addr.Is4():
+	case addr.Unmap().Is4():
+		// CoreDNS serves an IPv4-mapped IPv6 address as A, like any IPv4 address.
 		return A
 	default:
 		return AAAA
@@ -107,11 +109,14 @@ func Encode(owner string, r Record) []byte {
 
 // Decode parses a stored value. It fails on anything that is not a JSON object.
 func Decode(b []byte) (Value, error) {
-	var v Value
+	var v *Value
 	if err := json.Unmarshal(b, &v); err != nil {
 		return Value{}, fmt.Errorf("decode value: %w", err)
 	}
-	return v, nil
+	if v == nil {
+		return Value{}, errors.New("decode value: null is not an object")
+	}
+	return *v, nil
 }
 
 // SplitKey splits a key under prefix into the stored name and the record label:
