@@ -13,6 +13,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -36,6 +37,10 @@ type options struct {
 	owner            string
 	defaultNamespace string
 	resync           time.Duration
+	addressSource    string
+	lbClass          string
+	nodeAddrTypes    []string
+	ingressService   string
 	logLevel         string
 	logFormat        string
 	showVersion      bool
@@ -56,6 +61,10 @@ func main() {
 	fs.StringVar(&o.owner, "owner-id", "default", "identity of this cluster's records, a DNS label")
 	fs.StringVar(&o.defaultNamespace, "default-namespace", "", "also publish Services of this namespace as <service>.<zone>")
 	fs.DurationVar(&o.resync, "resync-interval", 5*time.Minute, "forced full reconciliation period (0 disables)")
+	fs.StringVar(&o.addressSource, "address-source", "auto", "where addresses come from: auto, nodes, pods or status")
+	fs.StringVar(&o.lbClass, "load-balancer-class", "", "implement LoadBalancer Services of this class; empty means those without a class")
+	fs.StringSliceVar(&o.nodeAddrTypes, "node-address-types", []string{"ExternalIP", "InternalIP"}, "node address types to publish, in order of preference")
+	fs.StringVar(&o.ingressService, "ingress-service", "", "namespace/name of the ingress controller's Service; Ingresses without a status get its addresses")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
@@ -113,6 +122,25 @@ func (o *options) config() (app.Config, error) {
 	if o.defaultNamespace != "" && !dnsname.IsLabel(o.defaultNamespace) {
 		return app.Config{}, fmt.Errorf("--default-namespace: %q is not a namespace name", o.defaultNamespace)
 	}
+	mode, err := source.ParseMode(o.addressSource)
+	if err != nil {
+		return app.Config{}, fmt.Errorf("--address-source: %w", err)
+	}
+	var addrTypes []corev1.NodeAddressType
+	for _, t := range o.nodeAddrTypes {
+		switch at := corev1.NodeAddressType(t); at {
+		case corev1.NodeExternalIP, corev1.NodeInternalIP:
+			addrTypes = append(addrTypes, at)
+		default:
+			return app.Config{}, fmt.Errorf("--node-address-types: %q is neither ExternalIP nor InternalIP", t)
+		}
+	}
+	if o.ingressService != "" {
+		ns, name, ok := strings.Cut(o.ingressService, "/")
+		if !ok || !dnsname.IsLabel(ns) || !dnsname.IsLabel(name) {
+			return app.Config{}, fmt.Errorf("--ingress-service: %q is not namespace/name", o.ingressService)
+		}
+	}
 	if o.resync < 0 {
 		return app.Config{}, fmt.Errorf("--resync-interval: must not be negative")
 	}
@@ -124,7 +152,11 @@ func (o *options) config() (app.Config, error) {
 		return app.Config{}, err
 	}
 	return app.Config{
-		Source:         source.Config{Zones: zones, TTL: o.ttl, DefaultNamespace: o.defaultNamespace},
+		Source: source.Config{
+			Zones: zones, TTL: o.ttl, DefaultNamespace: o.defaultNamespace,
+			AddressSource: mode, LoadBalancerClass: o.lbClass, NodeAddressTypes: addrTypes,
+			IngressService: o.ingressService,
+		},
 		Prefix:         strings.TrimRight(o.prefix, "/"),
 		Owner:          o.owner,
 		ResyncInterval: o.resync,

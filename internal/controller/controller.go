@@ -11,6 +11,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
@@ -54,6 +55,7 @@ type Controller struct {
 	pub      Publisher
 	recorder record.EventRecorder
 
+	kube      kubernetes.Interface
 	factory   informers.SharedInformerFactory
 	services  corelisters.ServiceLister
 	ingresses networkinglisters.IngressLister
@@ -79,15 +81,25 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields))
 	svcInformer := factory.Core().V1().Services()
 	ingInformer := factory.Networking().V1().Ingresses()
+	sliceInformer := factory.Discovery().V1().EndpointSlices()
+	nodeInformer := factory.Core().V1().Nodes()
 	c := &Controller{
-		cfg:       cfg,
-		builder:   source.NewBuilder(cfg.Source),
+		cfg: cfg,
+		builder: source.NewBuilder(cfg.Source, source.Listers{
+			EndpointSlices: sliceInformer.Lister(),
+			Nodes:          nodeInformer.Lister(),
+			Services:       svcInformer.Lister(),
+		}),
 		pub:       pub,
 		recorder:  recorder,
+		kube:      kube,
 		factory:   factory,
 		services:  svcInformer.Lister(),
 		ingresses: ingInformer.Lister(),
-		synced:    []cache.InformerSynced{svcInformer.Informer().HasSynced, ingInformer.Informer().HasSynced},
+		synced: []cache.InformerSynced{
+			svcInformer.Informer().HasSynced, ingInformer.Informer().HasSynced,
+			sliceInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced,
+		},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb"}),
@@ -98,6 +110,8 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 	}
 	c.handle(svcInformer.Informer(), source.KindService)
 	c.handle(ingInformer.Informer(), source.KindIngress)
+	c.handleSlices(sliceInformer.Informer())
+	c.handleNodes(nodeInformer.Informer())
 	return c
 }
 
@@ -117,6 +131,9 @@ func (c *Controller) handle(inf cache.SharedIndexInformer, kind string) {
 			return
 		}
 		c.queue.Add(kind + "/" + key)
+		if kind == source.KindService && key == c.builder.IngressService() {
+			c.enqueueAll(source.KindIngress)
+		}
 	}
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
@@ -125,6 +142,71 @@ func (c *Controller) handle(inf cache.SharedIndexInformer, kind string) {
 	})
 	if err != nil {
 		panic(fmt.Sprintf("add %s event handler: %v", kind, err))
+	}
+}
+
+// handleSlices enqueues the Service of each EndpointSlice that changes.
+func (c *Controller) handleSlices(inf cache.SharedIndexInformer) {
+	enqueue := func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		s, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok {
+			return
+		}
+		if svc := s.Labels[discoveryv1.LabelServiceName]; svc != "" {
+			key := s.Namespace + "/" + svc
+			c.queue.Add(source.KindService + "/" + key)
+			if key == c.builder.IngressService() {
+				c.enqueueAll(source.KindIngress)
+			}
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	}); err != nil {
+		panic(fmt.Sprintf("add EndpointSlice event handler: %v", err))
+	}
+}
+
+// handleNodes enqueues every Service when a node changes in a way that changes
+// the addresses published for it: readiness, addresses, exclusion, deletion.
+func (c *Controller) handleNodes(inf cache.SharedIndexInformer) {
+	all := func(any) { c.enqueueAll(source.KindService) }
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: all,
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*corev1.Node)
+			n, ok2 := newObj.(*corev1.Node)
+			if !ok1 || !ok2 || source.NodeUsable(o) != source.NodeUsable(n) ||
+				!slices.Equal(source.NodeAddresses(o, c.cfg.Source.NodeAddressTypes), source.NodeAddresses(n, c.cfg.Source.NodeAddressTypes)) {
+				c.enqueueAll(source.KindService)
+			}
+		},
+		DeleteFunc: all,
+	}); err != nil {
+		panic(fmt.Sprintf("add Node event handler: %v", err))
+	}
+}
+
+// enqueueAll enqueues every cached object of a kind.
+func (c *Controller) enqueueAll(kind string) {
+	switch kind {
+	case source.KindService:
+		svcs, _ := c.services.List(labels.Everything())
+		for _, s := range svcs {
+			if s.Spec.Type == corev1.ServiceTypeLoadBalancer || len(s.Status.LoadBalancer.Ingress) > 0 {
+				c.queue.Add(source.KindService + "/" + s.Namespace + "/" + s.Name)
+			}
+		}
+	case source.KindIngress:
+		ings, _ := c.ingresses.List(labels.Everything())
+		for _, i := range ings {
+			c.queue.Add(source.KindIngress + "/" + i.Namespace + "/" + i.Name)
+		}
 	}
 }
 
@@ -264,45 +346,56 @@ var errPermanent = errors.New("permanent")
 
 func isPermanent(err error) bool { return errors.Is(err, errPermanent) }
 
-// sync brings the records of one object up to date.
+// sync brings the records of one object, and the status of a Service skylb
+// implements, up to date.
 func (c *Controller) sync(key string) error {
-	pub, err := c.publication(key)
+	pub, svc, err := c.publication(key)
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.applyLocked(key, pub)
+	c.mu.Unlock()
+	if svc == nil {
+		return nil
+	}
+	switch {
+	case pub != nil && pub.WriteStatus:
+		return c.writeStatus(svc, pub.Status)
+	case pub == nil && c.builder.StaleStatus(svc):
+		return c.writeStatus(svc, nil)
+	}
 	return nil
 }
 
 // publication reads an object from the caches and computes what it publishes;
-// nil when the object is gone or publishes nothing.
-func (c *Controller) publication(key string) (*source.Publication, error) {
+// nil when the object is gone or publishes nothing. For a Service it also
+// returns the cached Service.
+func (c *Controller) publication(key string) (*source.Publication, *corev1.Service, error) {
 	kind, rest, _ := strings.Cut(key, "/")
 	ns, name, ok := strings.Cut(rest, "/")
 	if !ok {
-		return nil, fmt.Errorf("malformed key %q: %w", key, errPermanent)
+		return nil, nil, fmt.Errorf("malformed key %q: %w", key, errPermanent)
 	}
 	switch kind {
 	case source.KindService:
 		svc, err := c.services.Services(ns).Get(name)
 		if apierrors.IsNotFound(err) {
-			return nil, nil
+			return nil, nil, nil
 		} else if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return c.builder.Service(svc), nil
+		return c.builder.Service(svc), svc, nil
 	case source.KindIngress:
 		ing, err := c.ingresses.Ingresses(ns).Get(name)
 		if apierrors.IsNotFound(err) {
-			return nil, nil
+			return nil, nil, nil
 		} else if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return c.builder.Ingress(ing), nil
+		return c.builder.Ingress(ing), nil, nil
 	}
-	return nil, fmt.Errorf("unknown kind in key %q: %w", key, errPermanent)
+	return nil, nil, fmt.Errorf("unknown kind in key %q: %w", key, errPermanent)
 }
 
 // applyLocked stores a publication, resolves the groups it touches and hands the

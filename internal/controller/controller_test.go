@@ -47,16 +47,20 @@ func quietLog() logrus.FieldLogger {
 // run starts a publisher and a controller over the given objects and etcd.
 func run(t *testing.T, srv *etcdtest.Server, objects ...runtime.Object) *env {
 	t.Helper()
+	return runWith(t, srv, source.Config{AddressSource: source.ModeStatus}, objects...)
+}
+
+// runWith is run with a source configuration; zones, TTL and the default namespace are filled in.
+func runWith(t *testing.T, srv *etcdtest.Server, cfg source.Config, objects ...runtime.Object) *env {
+	t.Helper()
 	e := &env{t: t, kube: fake.NewClientset(objects...), etcd: srv.NewClient(t), recorder: record.NewFakeRecorder(1000)}
 	zones, err := dnsname.ParseZones([]string{"example.org", "example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.pub = publish.New(e.etcd, publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
-	ctrl := controller.New(controller.Config{
-		Source: source.Config{Zones: zones, TTL: 30, DefaultNamespace: "default"},
-		Log:    quietLog(),
-	}, e.kube, e.pub, e.recorder)
+	cfg.Zones, cfg.TTL, cfg.DefaultNamespace = zones, 30, "default"
+	ctrl := controller.New(controller.Config{Source: cfg, Log: quietLog()}, e.kube, e.pub, e.recorder)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { e.pub.Run(ctx); done <- struct{}{} }()

@@ -42,16 +42,37 @@ type Config struct {
 	Zones            dnsname.Zones
 	TTL              uint32 // default record TTL
 	DefaultNamespace string // Services of this namespace are also published as <svc>.<zone>
+
+	// AddressSource is the address source of the Services skylb implements.
+	AddressSource Mode
+	// LoadBalancerClass is the class of Services skylb implements; empty means
+	// those without a class.
+	LoadBalancerClass string
+	// NodeAddressTypes orders the node address types to publish, per IP family.
+	NodeAddressTypes []corev1.NodeAddressType
+	// IngressService names the Service ("namespace/name") of the ingress
+	// controller, whose addresses Ingresses without a status resolve to.
+	IngressService string
 }
 
-// Builder computes publications from objects.
+// DefaultNodeAddressTypes is the default order of node address types.
+var DefaultNodeAddressTypes = []corev1.NodeAddressType{corev1.NodeExternalIP, corev1.NodeInternalIP}
+
+// Builder computes publications from objects and the caches they depend on.
 type Builder struct {
-	cfg Config
+	cfg     Config
+	listers Listers
 }
 
-// NewBuilder returns a Builder for cfg.
-func NewBuilder(cfg Config) *Builder {
-	return &Builder{cfg: cfg}
+// NewBuilder returns a Builder for cfg reading the given caches.
+func NewBuilder(cfg Config, listers Listers) *Builder {
+	if cfg.AddressSource == "" {
+		cfg.AddressSource = ModeAuto
+	}
+	if len(cfg.NodeAddressTypes) == 0 {
+		cfg.NodeAddressTypes = DefaultNodeAddressTypes
+	}
+	return &Builder{cfg: cfg, listers: listers}
 }
 
 // Service returns the publication of a Service, or nil when it publishes nothing
@@ -64,17 +85,53 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 		Kind: "Service", APIVersion: "v1", Namespace: svc.Namespace, Name: svc.Name, UID: svc.UID,
 	})
 	zone := b.cfg.Zones[0]
-	b.addName(p, svc.Name+"."+svc.Namespace+"."+zone, true)
+	generated := svc.Name + "." + svc.Namespace + "." + zone
+	b.addName(p, generated, true)
 	if b.cfg.DefaultNamespace != "" && svc.Namespace == b.cfg.DefaultNamespace {
 		b.addName(p, svc.Name+"."+zone, true)
 	}
 	b.addAnnotatedNames(p, svc.Annotations)
-	for _, ing := range svc.Status.LoadBalancer.Ingress {
-		p.addStatus(ing.IP, ing.Hostname)
+
+	implemented := b.Implements(svc)
+	p.Mode = b.mode(p, svc, implemented)
+	switch p.Mode {
+	case ModeStatus:
+		for _, ing := range svc.Status.LoadBalancer.Ingress {
+			p.addStatus(ing.IP, ing.Hostname)
+		}
+	case ModeNodes, ModePods:
+		eps := b.readyEndpoints(svc)
+		if p.Mode == ModeNodes {
+			p.Addresses = b.nodeAddresses(eps)
+		} else {
+			p.Addresses = b.podAddresses(eps)
+		}
+		p.Addresses = keepFamilies(p.Addresses, svc.Spec.IPFamilies)
+		if len(p.Addresses) == 0 {
+			p.problem(ReasonNoEndpoints, "no ready endpoints%s; no records are published", map[Mode]string{ModeNodes: " on usable nodes"}[p.Mode])
+		}
 	}
 	p.finish()
+
+	if implemented && p.Mode != ModeStatus {
+		p.WriteStatus = true
+		p.Status = []corev1.LoadBalancerIngress{}
+		switch {
+		case len(p.Addresses) == 0:
+		case p.Mode == ModeNodes:
+			for _, a := range p.Addresses {
+				p.Status = append(p.Status, corev1.LoadBalancerIngress{IP: a.String(), IPMode: ptrTo(corev1.LoadBalancerIPModeVIP)})
+			}
+		case p.Mode == ModePods:
+			if len(p.Names) > 0 && p.Names[0].Generated {
+				p.Status = append(p.Status, corev1.LoadBalancerIngress{Hostname: p.Names[0].Name})
+			}
+		}
+	}
 	return p
 }
+
+func ptrTo[T any](v T) *T { return &v }
 
 // Ingress returns the publication of an Ingress: its rule and TLS hosts, and
 // the names in its hostname annotations.
@@ -96,9 +153,35 @@ func (b *Builder) Ingress(ing *networkingv1.Ingress) *Publication {
 	for _, st := range ing.Status.LoadBalancer.Ingress {
 		p.addStatus(st.IP, st.Hostname)
 	}
+	if len(ing.Status.LoadBalancer.Ingress) == 0 && b.cfg.IngressService != "" {
+		p.Mode = ModeIngressService
+		if svc := b.ingressService(); svc != nil {
+			p.Addresses = append(p.Addresses, svc.Addresses...)
+			p.Targets = append(p.Targets, svc.Targets...)
+		}
+	}
 	p.finish()
 	return p
 }
+
+// ModeIngressService marks Ingresses resolved through the ingress controller's Service.
+const ModeIngressService Mode = "ingress-service"
+
+// ingressService returns the publication of the ingress controller's Service.
+func (b *Builder) ingressService() *Publication {
+	ns, name, ok := strings.Cut(b.cfg.IngressService, "/")
+	if !ok || b.listers.Services == nil {
+		return nil
+	}
+	svc, err := b.listers.Services.Services(ns).Get(name)
+	if err != nil {
+		return nil
+	}
+	return b.Service(svc)
+}
+
+// IngressService returns the namespace and name of the ingress controller's Service.
+func (b *Builder) IngressService() string { return b.cfg.IngressService }
 
 func (b *Builder) newPublication(kind string, meta *metav1.ObjectMeta, ref corev1.ObjectReference) *Publication {
 	p := &Publication{

@@ -27,6 +27,13 @@ type Publication struct {
 	Targets   []string     // CNAME targets, sorted, unique; used only without addresses
 	TTL       uint32
 	Problems  []Problem // what was refused while reading the object
+
+	// Mode is where the addresses came from.
+	Mode Mode
+	// WriteStatus says that skylb implements the Service and Status is the
+	// status.loadBalancer.ingress it should have.
+	WriteStatus bool
+	Status      []corev1.LoadBalancerIngress
 }
 
 // Name is one host name claimed by an object.
@@ -45,11 +52,15 @@ type Problem struct {
 
 // Reasons of the Warning Events skylb emits.
 const (
-	ReasonInvalidHostname  = "InvalidHostname"
-	ReasonInvalidAddress   = "InvalidAddress"
-	ReasonInvalidTTL       = "InvalidTTL"
-	ReasonHostnameConflict = "HostnameConflict"
-	ReasonCNAMEIgnored     = "CNAMEIgnored"
+	ReasonInvalidHostname   = "InvalidHostname"
+	ReasonInvalidAddress    = "InvalidAddress"
+	ReasonInvalidTTL        = "InvalidTTL"
+	ReasonHostnameConflict  = "HostnameConflict"
+	ReasonCNAMEIgnored      = "CNAMEIgnored"
+	ReasonNoEndpoints       = "NoEndpoints"
+	ReasonInvalidAnnotation = "InvalidAnnotation"
+	// ReasonAddressesChanged is the Normal Event of a status skylb wrote.
+	ReasonAddressesChanged = "AddressesChanged"
 )
 
 // Equal reports whether two publications would publish the same records and
@@ -61,5 +72,18 @@ func (p *Publication) Equal(q *Publication) bool {
 	return p.Source == q.Source && p.Namespace == q.Namespace && p.Created.Equal(q.Created) &&
 		p.TTL == q.TTL && p.Ref.UID == q.Ref.UID &&
 		slices.Equal(p.Names, q.Names) && slices.Equal(p.Addresses, q.Addresses) &&
-		slices.Equal(p.Targets, q.Targets) && slices.Equal(p.Problems, q.Problems)
+		slices.Equal(p.Targets, q.Targets) && slices.Equal(p.Problems, q.Problems) &&
+		p.Mode == q.Mode && p.WriteStatus == q.WriteStatus && StatusEqual(p.Status, q.Status)
+}
+
+// StatusEqual reports whether two load-balancer ingress lists say the same.
+func StatusEqual(a, b []corev1.LoadBalancerIngress) bool {
+	return slices.EqualFunc(a, b, func(x, y corev1.LoadBalancerIngress) bool {
+		return x.IP == y.IP && x.Hostname == y.Hostname &&
+			(x.IPMode == nil) == (y.IPMode == nil) && (x.IPMode == nil || *x.IPMode == *y.IPMode) &&
+			slices.EqualFunc(x.Ports, y.Ports, func(p, q corev1.PortStatus) bool {
+				return p.Port == q.Port && p.Protocol == q.Protocol && (p.Error == nil) == (q.Error == nil) &&
+					(p.Error == nil || *p.Error == *q.Error)
+			})
+	})
 }
