@@ -41,6 +41,7 @@ type options struct {
 	lbClass          string
 	nodeAddrTypes    []string
 	ingressService   string
+	httpAddress      string
 	logLevel         string
 	logFormat        string
 	showVersion      bool
@@ -65,6 +66,7 @@ func main() {
 	fs.StringVar(&o.lbClass, "load-balancer-class", "", "implement LoadBalancer Services of this class; empty means those without a class")
 	fs.StringSliceVar(&o.nodeAddrTypes, "node-address-types", []string{"ExternalIP", "InternalIP"}, "node address types to publish, in order of preference")
 	fs.StringVar(&o.ingressService, "ingress-service", "", "namespace/name of the ingress controller's Service; Ingresses without a status get its addresses")
+	fs.StringVar(&o.httpAddress, "http-address", ":8080", "address of the HTTP endpoints /healthz and /readyz; empty disables them")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
@@ -161,6 +163,7 @@ func (o *options) config() (app.Config, error) {
 		Owner:          o.owner,
 		ResyncInterval: o.resync,
 		EtcdTimeout:    5 * time.Second,
+		HTTPAddress:    o.httpAddress,
 		Log:            log,
 	}, nil
 }

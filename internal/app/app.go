@@ -4,6 +4,10 @@ package app
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -27,7 +31,9 @@ type Config struct {
 	Owner          string
 	ResyncInterval time.Duration
 	EtcdTimeout    time.Duration
-	Log            logrus.FieldLogger
+	// HTTPAddress is where /healthz and /readyz are served; empty disables them.
+	HTTPAddress string
+	Log         logrus.FieldLogger
 }
 
 // Run publishes until ctx ends.
@@ -49,6 +55,26 @@ func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, etcd *clien
 		Log:            cfg.Log.WithField("component", "controller"),
 	}, kube, pub, recorder)
 
+	if cfg.HTTPAddress != "" {
+		srv, err := serveHTTP(cfg.HTTPAddress, func() error {
+			if !ctrl.Ready() {
+				return errors.New("informer caches not synced")
+			}
+			if !pub.Ready() {
+				return errors.New("etcd view not loaded")
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			srv.Shutdown(sctx)
+		}()
+	}
+
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -58,4 +84,26 @@ func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, etcd *clien
 	err := ctrl.Run(ctx)
 	wg.Wait()
 	return err
+}
+
+// serveHTTP serves /healthz (the process answers) and /readyz (ready reports nil).
+func serveHTTP(addr string, ready func() error) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := ready(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--http-address: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(l)
+	return srv, nil
 }
