@@ -42,6 +42,11 @@ type options struct {
 	nodeAddrTypes    []string
 	ingressService   string
 	httpAddress      string
+	deniedCIDRs      []string
+	allowedCIDRs     []string
+	maxNames         int
+	maxAddresses     int
+	maxDeleteRatio   float64
 	logLevel         string
 	logFormat        string
 	showVersion      bool
@@ -66,6 +71,15 @@ func main() {
 	fs.StringVar(&o.lbClass, "load-balancer-class", "", "implement LoadBalancer Services of this class; empty means those without a class")
 	fs.StringSliceVar(&o.nodeAddrTypes, "node-address-types", []string{"ExternalIP", "InternalIP"}, "node address types to publish, in order of preference")
 	fs.StringVar(&o.ingressService, "ingress-service", "", "namespace/name of the ingress controller's Service; Ingresses without a status get its addresses")
+	var denied []string
+	for _, p := range source.DefaultDeniedCIDRs {
+		denied = append(denied, p.String())
+	}
+	fs.StringSliceVar(&o.deniedCIDRs, "denied-cidrs", denied, "addresses never published; setting it replaces the default")
+	fs.StringSliceVar(&o.allowedCIDRs, "allowed-cidrs", nil, "when set, only addresses in these CIDRs are published")
+	fs.IntVar(&o.maxNames, "max-names-per-object", source.DefaultMaxNames, "names one object may publish")
+	fs.IntVar(&o.maxAddresses, "max-addresses-per-name", source.DefaultMaxAddresses, "addresses one name may have")
+	fs.Float64Var(&o.maxDeleteRatio, "max-delete-ratio", 0.5, "largest share of skylb's records a full reconciliation may delete at once (1 allows all)")
 	fs.StringVar(&o.httpAddress, "http-address", ":8080", "address of the HTTP endpoints /healthz and /readyz; empty disables them")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
@@ -143,6 +157,23 @@ func (o *options) config() (app.Config, error) {
 			return app.Config{}, fmt.Errorf("--ingress-service: %q is not namespace/name", o.ingressService)
 		}
 	}
+	deniedCIDRs, err := source.ParseCIDRs(o.deniedCIDRs)
+	if err != nil {
+		return app.Config{}, fmt.Errorf("--denied-cidrs: %w", err)
+	}
+	allowedCIDRs, err := source.ParseCIDRs(o.allowedCIDRs)
+	if err != nil {
+		return app.Config{}, fmt.Errorf("--allowed-cidrs: %w", err)
+	}
+	if o.maxNames < 1 {
+		return app.Config{}, fmt.Errorf("--max-names-per-object: must be at least 1")
+	}
+	if o.maxAddresses < 1 {
+		return app.Config{}, fmt.Errorf("--max-addresses-per-name: must be at least 1")
+	}
+	if o.maxDeleteRatio <= 0 {
+		return app.Config{}, fmt.Errorf("--max-delete-ratio: must be greater than 0")
+	}
 	if o.resync < 0 {
 		return app.Config{}, fmt.Errorf("--resync-interval: must not be negative")
 	}
@@ -158,7 +189,10 @@ func (o *options) config() (app.Config, error) {
 			Zones: zones, TTL: o.ttl, DefaultNamespace: o.defaultNamespace,
 			AddressSource: mode, LoadBalancerClass: o.lbClass, NodeAddressTypes: addrTypes,
 			IngressService: o.ingressService,
+			Filter:         source.Filter{Denied: deniedCIDRs, Allowed: allowedCIDRs},
+			MaxNames:       o.maxNames, MaxAddresses: o.maxAddresses,
 		},
+		MaxDeleteRatio: o.maxDeleteRatio,
 		Prefix:         strings.TrimRight(o.prefix, "/"),
 		Owner:          o.owner,
 		ResyncInterval: o.resync,

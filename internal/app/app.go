@@ -31,6 +31,7 @@ type Config struct {
 	Owner          string
 	ResyncInterval time.Duration
 	EtcdTimeout    time.Duration
+	MaxDeleteRatio float64
 	// HTTPAddress is where /healthz and /readyz are served; empty disables them.
 	HTTPAddress string
 	Log         logrus.FieldLogger
@@ -44,10 +45,11 @@ func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, etcd *clien
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "skylb"})
 
 	pub := publish.New(etcd, publish.Config{
-		Prefix:  cfg.Prefix,
-		Owner:   cfg.Owner,
-		Timeout: cfg.EtcdTimeout,
-		Log:     cfg.Log.WithField("component", "publisher"),
+		Prefix:         cfg.Prefix,
+		Owner:          cfg.Owner,
+		Timeout:        cfg.EtcdTimeout,
+		MaxDeleteRatio: cfg.MaxDeleteRatio,
+		Log:            cfg.Log.WithField("component", "publisher"),
 	})
 	ctrl := controller.New(controller.Config{
 		Source:         cfg.Source,

@@ -27,6 +27,7 @@ import (
 
 // Index holds the publications of all objects, grouped for resolution.
 type Index struct {
+	maxAddrs  int                            // addresses per name
 	pubs      map[string]*source.Publication // by source
 	members   map[string]map[string]struct{} // group -> sources with a name in it
 	published map[string]map[string]struct{} // group -> stored names of its last resolution
@@ -41,9 +42,14 @@ type Result struct {
 	Problems map[string][]source.Problem
 }
 
-// NewIndex returns an empty Index.
-func NewIndex() *Index {
+// NewIndex returns an empty Index that publishes at most maxAddrs addresses per
+// name (source.DefaultMaxAddresses when 0).
+func NewIndex(maxAddrs int) *Index {
+	if maxAddrs <= 0 {
+		maxAddrs = source.DefaultMaxAddresses
+	}
 	return &Index{
+		maxAddrs:  maxAddrs,
 		pubs:      make(map[string]*source.Publication),
 		members:   make(map[string]map[string]struct{}),
 		published: make(map[string]map[string]struct{}),
@@ -201,7 +207,7 @@ func (x *Index) Resolve(group string) Result {
 	names := make(map[string]struct{}, len(order))
 	for _, stored := range order {
 		names[stored] = struct{}{}
-		res.Records[stored] = records(stored, granted[stored], res.Problems)
+		res.Records[stored] = records(stored, granted[stored], x.maxAddrs, res.Problems)
 	}
 	if len(names) == 0 {
 		delete(x.published, group)
@@ -251,7 +257,7 @@ func ancestors(n dnsname.Placed) []string {
 // records merges the granted claims of one name into its records. Addresses win
 // over CNAME targets, and a name has at most one CNAME. All records of a name get
 // the smallest TTL among its claims, since an RRset has one TTL.
-func records(stored string, claims []claim, problems map[string][]source.Problem) []skydns.Record {
+func records(stored string, claims []claim, maxAddrs int, problems map[string][]source.Problem) []skydns.Record {
 	ttl := claims[0].pub.TTL
 	sources := make(map[netip.Addr]string)
 	var addrs []netip.Addr
@@ -266,6 +272,16 @@ func records(stored string, claims []claim, problems map[string][]source.Problem
 	}
 	if len(addrs) > 0 {
 		slices.SortFunc(addrs, func(a, b netip.Addr) int { return a.Compare(b) })
+		if len(addrs) > maxAddrs {
+			for _, c := range claims {
+				addProblem(problems, c.pub.Source, source.Problem{
+					Reason: source.ReasonTooManyAddresses,
+					Message: fmt.Sprintf("hostname %s has %d addresses from its objects, more than the %d allowed: only the lowest %d are published",
+						c.name.Name, len(addrs), maxAddrs, maxAddrs),
+				})
+			}
+			addrs = addrs[:maxAddrs]
+		}
 		out := make([]skydns.Record, len(addrs))
 		for i, a := range addrs {
 			out[i] = skydns.Record{Name: stored, Host: a.String(), TTL: ttl, Source: sources[a]}

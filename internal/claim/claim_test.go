@@ -412,7 +412,7 @@ func TestResolve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			x := NewIndex()
+			x := NewIndex(0)
 			for _, p := range tt.pubs {
 				x.Update(p.Source, p)
 			}
@@ -458,7 +458,7 @@ func TestGroupOf(t *testing.T) {
 }
 
 func TestUpdateGroups(t *testing.T) {
-	x := NewIndex()
+	x := NewIndex(0)
 	web := func(opts ...pubOpt) *source.Publication {
 		return pub("service/shop/web", 0, append([]pubOpt{generated("web.shop.example.org"), addrs("192.0.2.1")}, opts...)...)
 	}
@@ -512,7 +512,7 @@ func TestUpdateGroups(t *testing.T) {
 }
 
 func TestUnclaimedNameMapsToNil(t *testing.T) {
-	x := NewIndex()
+	x := NewIndex(0)
 	a := pub("service/shop/web", 0, names("a.example.com", "x.a.example.com"), addrs("192.0.2.1"))
 	x.Update(a.Source, a)
 	first := x.Resolve("a.example.com")
@@ -563,7 +563,7 @@ func TestUnclaimedNameMapsToNil(t *testing.T) {
 }
 
 func TestConflictLoserTakesOverWhenWinnerLeaves(t *testing.T) {
-	x := NewIndex()
+	x := NewIndex(0)
 	older := pub("service/a/web", 0, names("shop.example.com"), addrs("192.0.2.1"))
 	newer := pub("service/b/web", 1, names("api.shop.example.com"), addrs("192.0.2.2"))
 	x.Update(older.Source, older)
@@ -668,7 +668,7 @@ func TestResolveProperties(t *testing.T) {
 	defer func() { t.Logf("%d claims, %d refused", nClaims, nRefused) }()
 	for iter := range 200 {
 		pubs, own := randomPublications(r)
-		x := NewIndex()
+		x := NewIndex(0)
 		for _, p := range pubs {
 			x.Update(p.Source, p)
 		}
@@ -789,7 +789,7 @@ func TestResolveProperties(t *testing.T) {
 
 		// The result does not depend on the order of the updates, nor on earlier
 		// versions of the publications.
-		y := NewIndex()
+		y := NewIndex(0)
 		for _, i := range r.Perm(len(pubs)) {
 			p := pubs[i]
 			if r.Intn(3) == 0 {

@@ -103,7 +103,7 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb"}),
-		index:    claim.NewIndex(),
+		index:    claim.NewIndex(cfg.Source.MaxAddresses),
 		found:    make(map[string][]source.Problem),
 		conflict: make(map[string]map[string][]source.Problem),
 		reported: make(map[string][]source.Problem),

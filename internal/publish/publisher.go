@@ -35,8 +35,17 @@ type Config struct {
 	MaxTxnOps int           // operations per transaction, at most etcd's --max-txn-ops
 	PageSize  int64         // keys per page when listing the prefix
 	Guard     Guard         // optional
-	Log       logrus.FieldLogger
+	// MaxDeleteRatio is the largest share of skylb's records a full
+	// reconciliation may delete at once when it owns more than
+	// minOwnedForRatio of them; a larger deletion is held back. Deletions
+	// driven by changes to objects are never held. 0 means 0.5; 1 or more
+	// disables the check.
+	MaxDeleteRatio float64
+	Log            logrus.FieldLogger
 }
+
+// minOwnedForRatio is the number of owned records above which MaxDeleteRatio applies.
+const minOwnedForRatio = 10
 
 func (c *Config) defaults() {
 	if c.Timeout == 0 {
@@ -47,6 +56,9 @@ func (c *Config) defaults() {
 	}
 	if c.PageSize == 0 {
 		c.PageSize = 1000
+	}
+	if c.MaxDeleteRatio == 0 {
+		c.MaxDeleteRatio = 0.5
 	}
 	if c.Log == nil {
 		c.Log = logrus.StandardLogger()
@@ -60,6 +72,9 @@ type Stats struct {
 	Deletes int64 // keys deleted
 	Errors  int64 // failed etcd requests
 	Relists int64 // full lists of the prefix
+	// HeldDeletes is the number of deletions the last full reconciliation held
+	// back under MaxDeleteRatio; 0 when it held none.
+	HeldDeletes int64
 }
 
 // entry is a key of skylb's in the view, or a tombstone of one it deleted.
@@ -89,7 +104,7 @@ type Publisher struct {
 
 	mu       sync.Mutex
 	names    map[string]*name
-	dirty    map[string]struct{}
+	dirty    map[string]bool // name -> marked by a change (true) or by a full reconciliation (false)
 	tombs    []tomb
 	complete bool
 	loaded   bool
@@ -98,7 +113,7 @@ type Publisher struct {
 
 	wake chan struct{}
 
-	txns, puts, deletes, errs, relists atomic.Int64
+	txns, puts, deletes, errs, relists, held atomic.Int64
 }
 
 type tomb struct {
@@ -114,7 +129,7 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 		client: client,
 		dir:    trimSlash(cfg.Prefix) + "/",
 		names:  make(map[string]*name),
-		dirty:  make(map[string]struct{}),
+		dirty:  make(map[string]bool),
 		wake:   make(chan struct{}, 1),
 	}
 	p.idle = sync.NewCond(&p.mu)
@@ -214,18 +229,22 @@ func (p *Publisher) WaitIdle(ctx context.Context) error {
 func (p *Publisher) Stats() Stats {
 	return Stats{
 		Txns: p.txns.Load(), Puts: p.puts.Load(), Deletes: p.deletes.Load(),
-		Errors: p.errs.Load(), Relists: p.relists.Load(),
+		Errors: p.errs.Load(), Relists: p.relists.Load(), HeldDeletes: p.held.Load(),
 	}
 }
 
+// markLocked marks a name changed by an object or by someone editing etcd.
 func (p *Publisher) markLocked(stored string) {
-	p.dirty[stored] = struct{}{}
+	p.dirty[stored] = true
 	p.poke()
 }
 
+// markAllLocked marks every name for a full reconciliation.
 func (p *Publisher) markAllLocked() {
 	for stored := range p.names {
-		p.dirty[stored] = struct{}{}
+		if _, ok := p.dirty[stored]; !ok {
+			p.dirty[stored] = false
+		}
 	}
 	p.poke()
 }
@@ -299,6 +318,7 @@ func (p *Publisher) flushLoop(ctx context.Context) {
 // change is the set of operations that bring one name to its desired state.
 type change struct {
 	name    string
+	event   bool // marked by a change rather than by a full reconciliation
 	ops     []clientv3.Op
 	puts    map[string]want
 	dels    []string
@@ -318,7 +338,6 @@ func (p *Publisher) flush(ctx context.Context) error {
 	for stored := range p.dirty {
 		names = append(names, stored)
 	}
-	clear(p.dirty)
 	slices.Sort(names)
 	var changes []change
 	for _, stored := range names {
@@ -326,6 +345,8 @@ func (p *Publisher) flush(ctx context.Context) error {
 			changes = append(changes, c)
 		}
 	}
+	changes = p.holdMassDeletionLocked(changes)
+	clear(p.dirty)
 	p.mu.Unlock()
 
 	var failed error
@@ -340,11 +361,10 @@ func (p *Publisher) flush(ctx context.Context) error {
 		if err := p.commit(ctx, batch); err != nil {
 			failed = err
 			p.mu.Lock()
-			for _, c := range batch {
-				p.dirty[c.name] = struct{}{}
-			}
-			for _, c := range changes {
-				p.dirty[c.name] = struct{}{}
+			for _, c := range append(batch, changes...) {
+				if _, ok := p.dirty[c.name]; !ok {
+					p.dirty[c.name] = c.event
+				}
 			}
 			p.mu.Unlock()
 			break
@@ -366,7 +386,7 @@ func (p *Publisher) diffLocked(stored string) (change, bool) {
 	if n == nil {
 		return change{}, false
 	}
-	c := change{name: stored}
+	c := change{name: stored, event: p.dirty[stored]}
 	for _, key := range sortedKeys(n.desired) {
 		w := n.desired[key]
 		if e := n.actual[key]; e != nil && !e.deleted && bytes.Equal(e.value, w.value) {
@@ -397,6 +417,53 @@ func (p *Publisher) diffLocked(stored string) (change, bool) {
 		return change{}, false
 	}
 	return c, true
+}
+
+// holdMassDeletionLocked drops the deletions of a full reconciliation when they
+// exceed MaxDeleteRatio of skylb's records: an empty listing or a mistaken RBAC
+// change must not empty the zone. Writes go ahead; the next full
+// reconciliation looks again.
+func (p *Publisher) holdMassDeletionLocked(changes []change) []change {
+	full := false
+	for _, event := range p.dirty {
+		full = full || !event
+	}
+	if !full {
+		return changes
+	}
+	deletes := 0
+	for _, c := range changes {
+		if !c.event {
+			deletes += len(c.dels)
+		}
+	}
+	owned := 0
+	for _, n := range p.names {
+		for _, e := range n.actual {
+			if !e.deleted {
+				owned++
+			}
+		}
+	}
+	if deletes == 0 || owned <= minOwnedForRatio || float64(deletes) <= p.cfg.MaxDeleteRatio*float64(owned) {
+		p.held.Store(0)
+		return changes
+	}
+	p.held.Store(int64(deletes))
+	p.cfg.Log.WithFields(logrus.Fields{"deletes": deletes, "owned": owned, "max_delete_ratio": p.cfg.MaxDeleteRatio}).
+		Error("full reconciliation would delete too many records; holding the deletions (run once with a higher --max-delete-ratio to allow them)")
+	kept := changes[:0]
+	for _, c := range changes {
+		if !c.event && len(c.dels) > 0 {
+			c.dels, c.removed = nil, nil
+			c.ops = slices.DeleteFunc(c.ops, func(op clientv3.Op) bool { return op.IsDelete() })
+			if len(c.ops) == 0 {
+				continue
+			}
+		}
+		kept = append(kept, c)
+	}
+	return kept
 }
 
 func sortedKeys[V any](m map[string]V) []string {

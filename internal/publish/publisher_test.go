@@ -322,3 +322,67 @@ func TestEtcdDownThenBack(t *testing.T) {
 	})
 	t.Logf("converged %v after etcd returned", time.Since(back).Round(time.Millisecond))
 }
+
+func TestMassDeletionIsHeld(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	// 20 records of this owner from an earlier run.
+	var old []skydns.Record
+	for i := range 20 {
+		r := rec(fmt.Sprintf("svc%d.default.example.org", i), fmt.Sprintf("192.0.2.%d", i+1))
+		old = append(old, r)
+		k, v := kv(r)
+		put(t, c, k, v)
+	}
+	// The new run wants only 5 of them and one new record: 15 of 20 deletions is
+	// more than half, so they are held; the new record is written.
+	p := start(t, c)
+	for _, r := range old[:5] {
+		p.Set(r.Name, []skydns.Record{r})
+	}
+	fresh := rec("new.default.example.org", "192.0.2.100")
+	p.Set(fresh.Name, []skydns.Record{fresh})
+	p.Complete()
+	waitIdle(t, p)
+	if got := len(dump(t, c)); got != 21 {
+		t.Errorf("etcd holds %d keys, want 21: the full reconciliation's deletions must be held", got)
+	}
+	if s := p.Stats(); s.HeldDeletes != 15 || s.Deletes != 0 {
+		t.Errorf("Stats() = %+v, want 15 held deletions and none made", s)
+	}
+
+	// Deletions driven by changes are not held back.
+	p.Set(old[0].Name, nil)
+	waitIdle(t, p)
+	if got := len(dump(t, c)); got != 20 {
+		t.Errorf("after an event-driven deletion etcd holds %d keys, want 20", got)
+	}
+
+	// Once the desired state is back, nothing is held.
+	for _, r := range old[1:] {
+		p.Set(r.Name, []skydns.Record{r})
+	}
+	p.Resync()
+	waitIdle(t, p)
+	if s := p.Stats(); s.HeldDeletes != 0 {
+		t.Errorf("HeldDeletes = %d after the condition cleared, want 0", s.HeldDeletes)
+	}
+}
+
+func TestMassDeletionAllowedWithRatioOne(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	for i := range 20 {
+		k, v := kv(rec(fmt.Sprintf("svc%d.default.example.org", i), "192.0.2.1"))
+		put(t, c, k, v)
+	}
+	p := publish.New(c, publish.Config{Prefix: "/skydns", Owner: owner, MaxDeleteRatio: 1, Log: quietLog()})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Run(ctx)
+	p.Complete()
+	waitIdle(t, p)
+	if got := len(dump(t, c)); got != 0 {
+		t.Errorf("etcd holds %d keys, want 0 with --max-delete-ratio=1", got)
+	}
+}

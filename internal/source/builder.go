@@ -53,7 +53,22 @@ type Config struct {
 	// IngressService names the Service ("namespace/name") of the ingress
 	// controller, whose addresses Ingresses without a status resolve to.
 	IngressService string
+
+	// Filter decides which addresses may be published; a nil Denied list means
+	// DefaultDeniedCIDRs, an empty one denies nothing.
+	Filter Filter
+	// MaxNames caps the names of one object; 0 means DefaultMaxNames.
+	MaxNames int
+	// MaxAddresses caps the addresses of one object and of one name; 0 means
+	// DefaultMaxAddresses.
+	MaxAddresses int
 }
+
+// Defaults of the caps.
+const (
+	DefaultMaxNames     = 20
+	DefaultMaxAddresses = 64
+)
 
 // DefaultNodeAddressTypes is the default order of node address types.
 var DefaultNodeAddressTypes = []corev1.NodeAddressType{corev1.NodeExternalIP, corev1.NodeInternalIP}
@@ -71,6 +86,15 @@ func NewBuilder(cfg Config, listers Listers) *Builder {
 	}
 	if len(cfg.NodeAddressTypes) == 0 {
 		cfg.NodeAddressTypes = DefaultNodeAddressTypes
+	}
+	if cfg.Filter.Denied == nil {
+		cfg.Filter.Denied = DefaultDeniedCIDRs
+	}
+	if cfg.MaxNames <= 0 {
+		cfg.MaxNames = DefaultMaxNames
+	}
+	if cfg.MaxAddresses <= 0 {
+		cfg.MaxAddresses = DefaultMaxAddresses
 	}
 	return &Builder{cfg: cfg, listers: listers}
 }
@@ -99,6 +123,7 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 		for _, ing := range svc.Status.LoadBalancer.Ingress {
 			p.addStatus(ing.IP, ing.Hostname)
 		}
+		b.cfg.Filter.apply(p)
 	case ModeNodes, ModePods:
 		eps := b.readyEndpoints(svc)
 		if p.Mode == ModeNodes {
@@ -107,11 +132,12 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 			p.Addresses = b.podAddresses(eps)
 		}
 		p.Addresses = keepFamilies(p.Addresses, svc.Spec.IPFamilies)
+		b.cfg.Filter.apply(p)
 		if len(p.Addresses) == 0 {
 			p.problem(ReasonNoEndpoints, "no ready endpoints%s; no records are published", map[Mode]string{ModeNodes: " on usable nodes"}[p.Mode])
 		}
 	}
-	p.finish()
+	b.finish(p)
 
 	if implemented && p.Mode != ModeStatus {
 		p.WriteStatus = true
@@ -160,7 +186,8 @@ func (b *Builder) Ingress(ing *networkingv1.Ingress) *Publication {
 			p.Targets = append(p.Targets, svc.Targets...)
 		}
 	}
-	p.finish()
+	b.cfg.Filter.apply(p)
+	b.finish(p)
 	return p
 }
 
@@ -245,12 +272,22 @@ func (p *Publication) addStatus(ip, hostname string) {
 	}
 }
 
-// finish sorts what the publication holds so that equal objects give equal publications.
-func (p *Publication) finish() {
+// finish sorts what the publication holds, so that equal objects give equal
+// publications, and applies the caps, keeping what comes first in that order:
+// names as given (generated names first), addresses in ascending order.
+func (b *Builder) finish(p *Publication) {
 	slices.SortFunc(p.Addresses, func(a, b netip.Addr) int { return a.Compare(b) })
 	p.Addresses = slices.Compact(p.Addresses)
 	slices.Sort(p.Targets)
 	p.Targets = slices.Compact(p.Targets)
+	if n := len(p.Names); n > b.cfg.MaxNames {
+		p.problem(ReasonTooManyNames, "%d names, more than the %d allowed: only the first %d are published", n, b.cfg.MaxNames, b.cfg.MaxNames)
+		p.Names = p.Names[:b.cfg.MaxNames]
+	}
+	if n := len(p.Addresses); n > b.cfg.MaxAddresses {
+		p.problem(ReasonTooManyAddresses, "%d addresses, more than the %d allowed: only the lowest %d are published", n, b.cfg.MaxAddresses, b.cfg.MaxAddresses)
+		p.Addresses = p.Addresses[:b.cfg.MaxAddresses]
+	}
 }
 
 func (p *Publication) problem(reason, format string, args ...any) {

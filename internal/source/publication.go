@@ -59,6 +59,9 @@ const (
 	ReasonCNAMEIgnored      = "CNAMEIgnored"
 	ReasonNoEndpoints       = "NoEndpoints"
 	ReasonInvalidAnnotation = "InvalidAnnotation"
+	ReasonAddressRefused    = "AddressRefused"
+	ReasonTooManyNames      = "TooManyNames"
+	ReasonTooManyAddresses  = "TooManyAddresses"
 	// ReasonAddressesChanged is the Normal Event of a status skylb wrote.
 	ReasonAddressesChanged = "AddressesChanged"
 )
