@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Builds the pinned third-party binaries the local stack and the integration
+# tests run, into bin/ at the repository root:
+#
+#   etcd, etcdctl                            go.etcd.io/etcd    (test/tools/go.mod)
+#   kube-apiserver, kube-controller-manager  k8s.io/kubernetes  (test/tools/go.mod)
+#   coredns                                  github.com/coredns/coredns@COREDNS_VERSION
+#
+# A binary is rebuilt only when its stamp file bin/.NAME.version differs from
+# what would be built now (module version, Go version, and a hash of
+# test/tools/go.mod, go.sum, its main.go and the build flags), so bumping a
+# version rebuilds what it affects and a second run is a no-op.
+#
+# CoreDNS, an independent module, builds in the background while the
+# test/tools binaries build one after the other: on 2 cores this keeps both
+# busy through the single-threaded link steps.
+#
+# Usage: scripts/build-bins.sh [NAME...]   (default: all of them)
+# Env:   BIN_DIR (default <repo>/bin), plus the usual Go variables
+#        (GOCACHE, GOMODCACHE, GOPROXY, GOFLAGS, ...).
+set -euo pipefail
+
+COREDNS_VERSION=v1.15.0
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TOOLS=$ROOT/test/tools
+BIN_DIR=${BIN_DIR:-$ROOT/bin}
+ALL=(etcd etcdctl kube-apiserver kube-controller-manager coredns)
+
+command -v go >/dev/null 2>&1 || PATH=$PATH:/usr/local/go/bin
+export CGO_ENABLED=0 GOWORK=off
+# Small binaries, faster links: no symbol table, no DWARF (which is then not
+# worth generating at compile time either).
+BUILD_FLAGS=(-trimpath "-gcflags=all=-dwarf=false")
+LDFLAGS_BASE="-s -w"
+
+mkdir -p "$BIN_DIR"
+BIN_DIR=$(cd "$BIN_DIR" && pwd)
+GO_VERSION=$(go env GOVERSION)
+START=$SECONDS
+BG_PID=
+
+log() { printf '[build-bins] %s\n' "$*"; }
+
+elapsed() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+# digest [FILE...]: short content hash of the given files and of stdin.
+digest() { cat "$@" - | sha256sum | cut -c1-16; }
+
+# tools_version MODULE: version of MODULE selected by test/tools/go.mod.
+tools_version() { (cd "$TOOLS" && go list -m -f '{{.Version}}' "$1"); }
+
+# kube_ldflags VERSION: the version stamping upstream's build applies.
+kube_ldflags() {
+	local v=$1 major minor pkg out=''
+	major=${v#v} major=${major%%.*}
+	minor=${v#v"$major".} minor=${minor%%.*}
+	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		out+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+		out+=" -X $pkg.gitTreeState=clean"
+	done
+	echo "$out"
+}
+
+# plan NAME: sets VERSION, LDFLAGS and STAMP for NAME.
+plan() {
+	local module files=()
+	case $1 in
+	etcd) module=go.etcd.io/etcd/server/v3 ;;
+	etcdctl) module=go.etcd.io/etcd/etcdctl/v3 ;;
+	kube-apiserver | kube-controller-manager) module=k8s.io/kubernetes ;;
+	coredns) module= ;;
+	*)
+		echo "unknown binary '$1' (known: ${ALL[*]})" >&2
+		exit 2
+		;;
+	esac
+	LDFLAGS=$LDFLAGS_BASE
+	if [ -z "$module" ]; then
+		VERSION=$COREDNS_VERSION
+	else
+		VERSION=$(tools_version "$module")
+		files=("$TOOLS/go.mod" "$TOOLS/go.sum" "$TOOLS/cmd/$1/main.go")
+	fi
+	[ "$module" != k8s.io/kubernetes ] || LDFLAGS+=$(kube_ldflags "$VERSION")
+	STAMP="$VERSION $GO_VERSION $(digest "${files[@]}" <<<"${BUILD_FLAGS[*]} $LDFLAGS")"
+}
+
+# current NAME: bin/NAME exists and its stamp equals $STAMP.
+current() {
+	[ -x "$BIN_DIR/$1" ] && [ -f "$BIN_DIR/.$1.version" ] &&
+		[ "$(cat "$BIN_DIR/.$1.version")" = "$STAMP" ]
+}
+
+# build_tool NAME: builds test/tools/cmd/NAME into bin/.NAME.tmp.
+build_tool() {
+	rm -f "$BIN_DIR/.$1.tmp"
+	(cd "$TOOLS" && go build "${BUILD_FLAGS[@]}" -ldflags="$LDFLAGS" \
+		-o "$BIN_DIR/.$1.tmp" "./cmd/$1")
+}
+
+# start_coredns: starts "go install" of CoreDNS in the background, into a
+# private GOBIN (bin/.coredns.gobin) so that bin/ stays untouched until the
+# build has succeeded. Sets BG_PID to the go command's process id.
+CORE_GOBIN=$BIN_DIR/.coredns.gobin
+start_coredns() {
+	rm -rf "$CORE_GOBIN"
+	(GOBIN=$CORE_GOBIN exec go install "${BUILD_FLAGS[@]}" -ldflags="$LDFLAGS" \
+		"github.com/coredns/coredns@$COREDNS_VERSION") >"$BIN_DIR/.coredns.log" 2>&1 &
+	BG_PID=$!
+}
+
+# put_in_place NAME: moves bin/.NAME.tmp to bin/NAME, then writes its stamp.
+put_in_place() {
+	mv -f "$BIN_DIR/.$1.tmp" "$BIN_DIR/$1"
+	echo "$STAMP" >"$BIN_DIR/.$1.version"
+}
+
+cleanup() {
+	local rc=$?
+	if [ -n "$BG_PID" ]; then
+		kill "$BG_PID" 2>/dev/null || true
+		wait "$BG_PID" 2>/dev/null || true
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+want=("$@")
+[ ${#want[@]} -gt 0 ] || want=("${ALL[@]}")
+
+# CoreDNS first, in the background.
+core_stamp='' core_version='' core_t0=0
+for name in "${want[@]}"; do
+	[ "$name" = coredns ] || continue
+	plan coredns
+	if current coredns; then
+		log "coredns $VERSION: up to date"
+	elif [ -z "$BG_PID" ]; then
+		log "coredns $VERSION: building in the background (log: $BIN_DIR/.coredns.log)..."
+		core_stamp=$STAMP core_version=$VERSION core_t0=$SECONDS
+		start_coredns
+	fi
+done
+
+for name in "${want[@]}"; do
+	[ "$name" != coredns ] || continue
+	plan "$name"
+	if current "$name"; then
+		log "$name $VERSION: up to date"
+		continue
+	fi
+	log "$name $VERSION: building..."
+	t0=$SECONDS
+	build_tool "$name"
+	put_in_place "$name"
+	log "$name $VERSION: built in $(elapsed $((SECONDS - t0))) (total $(elapsed $((SECONDS - START))))"
+done
+
+if [ -n "$BG_PID" ]; then
+	log "coredns $core_version: waiting for the background build..."
+	if ! wait "$BG_PID"; then
+		BG_PID=
+		log "coredns $core_version: FAILED, last lines of $BIN_DIR/.coredns.log:"
+		tail -n 30 "$BIN_DIR/.coredns.log" >&2
+		exit 1
+	fi
+	BG_PID=
+	mv -f "$CORE_GOBIN/coredns" "$BIN_DIR/.coredns.tmp"
+	rm -rf "$CORE_GOBIN" "$BIN_DIR/.coredns.log"
+	STAMP=$core_stamp
+	put_in_place coredns
+	log "coredns $core_version: built in $(elapsed $((SECONDS - core_t0))) (total $(elapsed $((SECONDS - START))))"
+fi
+log "all done in $(elapsed $((SECONDS - START))), binaries in $BIN_DIR"
