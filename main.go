@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -17,10 +18,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/skylb/skylb/internal/app"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/etcdclient"
+	"github.com/skylb/skylb/internal/leader"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
@@ -47,6 +50,10 @@ type options struct {
 	maxNames         int
 	maxAddresses     int
 	maxDeleteRatio   float64
+	leaderElect      bool
+	leader           leader.Config
+	dryRun           bool
+	once             bool
 	logLevel         string
 	logFormat        string
 	showVersion      bool
@@ -80,7 +87,15 @@ func main() {
 	fs.IntVar(&o.maxNames, "max-names-per-object", source.DefaultMaxNames, "names one object may publish")
 	fs.IntVar(&o.maxAddresses, "max-addresses-per-name", source.DefaultMaxAddresses, "addresses one name may have")
 	fs.Float64Var(&o.maxDeleteRatio, "max-delete-ratio", 0.5, "largest share of skylb's records a full reconciliation may delete at once (1 allows all)")
-	fs.StringVar(&o.httpAddress, "http-address", ":8080", "address of the HTTP endpoints /healthz and /readyz; empty disables them")
+	fs.StringVar(&o.httpAddress, "http-address", ":8080", "address of the HTTP endpoints /healthz, /readyz and /metrics; empty disables them")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "run leader election: of several replicas only the leader writes, fenced in etcd")
+	fs.StringVar(&o.leader.Namespace, "leader-elect-namespace", inClusterNamespace(), "namespace of the leader-election Lease")
+	fs.StringVar(&o.leader.Name, "leader-elect-id", "skylb", "name of the leader-election Lease")
+	fs.DurationVar(&o.leader.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a leader's Lease lasts without renewal")
+	fs.DurationVar(&o.leader.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before it steps down")
+	fs.DurationVar(&o.leader.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "compute and log every change; write nothing to etcd or to the Kubernetes API")
+	fs.BoolVar(&o.once, "once", false, "sync everything once, print a summary and exit")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
@@ -99,6 +114,7 @@ func main() {
 		fail(err)
 	}
 	log := cfg.Log
+	routeKlog(log)
 	kube, err := kubeClient(o.kubeconfig)
 	if err != nil {
 		fail(fmt.Errorf("--kubeconfig: %w", err))
@@ -174,6 +190,20 @@ func (o *options) config() (app.Config, error) {
 	if o.maxDeleteRatio <= 0 {
 		return app.Config{}, fmt.Errorf("--max-delete-ratio: must be greater than 0")
 	}
+	if o.leaderElect {
+		if o.leader.Namespace == "" || !dnsname.IsLabel(o.leader.Namespace) {
+			return app.Config{}, fmt.Errorf("--leader-elect-namespace: %q is not a namespace name", o.leader.Namespace)
+		}
+		if o.leader.LeaseDuration <= o.leader.RenewDeadline || o.leader.RenewDeadline <= o.leader.RetryPeriod || o.leader.RetryPeriod <= 0 {
+			return app.Config{}, fmt.Errorf("--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, which must exceed --leader-elect-retry-period")
+		}
+		host, err := os.Hostname()
+		if err != nil {
+			return app.Config{}, fmt.Errorf("--leader-elect: identity: %w", err)
+		}
+		o.leader.Identity = host
+		o.leader.EtcdKey = "/skylb/leader/" + o.owner
+	}
 	if o.resync < 0 {
 		return app.Config{}, fmt.Errorf("--resync-interval: must not be negative")
 	}
@@ -193,6 +223,12 @@ func (o *options) config() (app.Config, error) {
 			MaxNames:       o.maxNames, MaxAddresses: o.maxAddresses,
 		},
 		MaxDeleteRatio: o.maxDeleteRatio,
+		Version:        version,
+		LeaderElect:    o.leaderElect,
+		Leader:         o.leader,
+		DryRun:         o.dryRun,
+		Once:           o.once,
+		Summary:        os.Stdout,
 		Prefix:         strings.TrimRight(o.prefix, "/"),
 		Owner:          o.owner,
 		ResyncInterval: o.resync,
@@ -218,6 +254,25 @@ func newLogger(level, format string) (*logrus.Logger, error) {
 		return nil, fmt.Errorf("--log-format: %q is neither text nor json", format)
 	}
 	return log, nil
+}
+
+// routeKlog sends client-go's klog lines through skylb's logger, at debug level,
+// so that every line has skylb's format.
+func routeKlog(log logrus.FieldLogger) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(log.WithField("component", "client-go").WriterLevel(logrus.DebugLevel))
+}
+
+// inClusterNamespace returns the namespace skylb runs in, or "skylb" outside a cluster.
+func inClusterNamespace() string {
+	b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return "skylb"
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // kubeClient builds a client from a kubeconfig path, or in-cluster config, or

@@ -1,16 +1,16 @@
-// Package app wires skylb together: the publisher writing to etcd and the
-// controller feeding it from Kubernetes.
+// Package app wires skylb together: the publisher writing to etcd, the
+// controller feeding it from Kubernetes, leader election, and the HTTP endpoints.
 package app
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
+	"io"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -20,50 +20,89 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/skylb/skylb/internal/controller"
+	"github.com/skylb/skylb/internal/dnsname"
+	"github.com/skylb/skylb/internal/leader"
+	"github.com/skylb/skylb/internal/metrics"
 	"github.com/skylb/skylb/internal/publish"
+	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
 
 // Config is everything skylb needs besides its clients.
 type Config struct {
+	Version        string
 	Source         source.Config
 	Prefix         string
 	Owner          string
 	ResyncInterval time.Duration
 	EtcdTimeout    time.Duration
 	MaxDeleteRatio float64
-	// HTTPAddress is where /healthz and /readyz are served; empty disables them.
+	// HTTPAddress is where /healthz, /readyz and /metrics are served; empty disables them.
 	HTTPAddress string
-	Log         logrus.FieldLogger
+
+	// LeaderElect runs leader election: only the leader writes.
+	LeaderElect bool
+	Leader      leader.Config
+
+	// DryRun computes and logs every change and writes nothing.
+	DryRun bool
+	// Once syncs everything once, writes Summary and returns.
+	Once        bool
+	OnceTimeout time.Duration
+	Summary     io.Writer
+
+	Log logrus.FieldLogger
 }
 
-// Run publishes until ctx ends.
+// Run publishes until ctx ends, or once with Config.Once.
 func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, etcd *clientv3.Client) error {
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "skylb"})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m := metrics.New(cfg.Version)
 
-	pub := publish.New(etcd, publish.Config{
-		Prefix:         cfg.Prefix,
-		Owner:          cfg.Owner,
-		Timeout:        cfg.EtcdTimeout,
-		MaxDeleteRatio: cfg.MaxDeleteRatio,
-		Log:            cfg.Log.WithField("component", "publisher"),
-	})
-	ctrl := controller.New(controller.Config{
-		Source:         cfg.Source,
-		ResyncInterval: cfg.ResyncInterval,
-		Log:            cfg.Log.WithField("component", "controller"),
-	}, kube, pub, recorder)
+	var elector *leader.Elector
+	if cfg.LeaderElect {
+		cfg.Leader.Log = cfg.Log.WithField("component", "leader")
+		elector = leader.New(cfg.Leader, kube, etcd)
+	}
+	pubCfg := publish.Config{
+		Prefix:             cfg.Prefix,
+		Owner:              cfg.Owner,
+		Timeout:            cfg.EtcdTimeout,
+		MaxDeleteRatio:     cfg.MaxDeleteRatio,
+		DryRun:             cfg.DryRun,
+		ObservePropagation: func(d time.Duration) { m.Propagation.Observe(d.Seconds()) },
+		Log:                cfg.Log.WithField("component", "publisher"),
+	}
+	if elector != nil {
+		pubCfg.Guard, pubCfg.Inactive = elector, true
+	}
+	pub := publish.New(etcd, pubCfg)
+
+	recorder, stopEvents := eventRecorder(ctx, kube)
+	defer stopEvents()
+	ctrlCfg := controller.Config{
+		Source:           cfg.Source,
+		ResyncInterval:   cfg.ResyncInterval,
+		DryRun:           cfg.DryRun,
+		ObserveReconcile: func(d time.Duration) { m.ReconcileDuration.Observe(d.Seconds()) },
+		Log:              cfg.Log.WithField("component", "controller"),
+	}
+	if elector != nil {
+		ctrlCfg.Leading = elector.Leading
+	}
+	ctrl := controller.New(ctrlCfg, kube, pub, recorder)
+	register(m, cfg, pub, ctrl, elector)
 
 	if cfg.HTTPAddress != "" {
-		srv, err := serveHTTP(cfg.HTTPAddress, func() error {
-			if !ctrl.Ready() {
+		srv, err := serveHTTP(cfg.HTTPAddress, m, func() error {
+			switch {
+			case !ctrl.Ready():
 				return errors.New("informer caches not synced")
-			}
-			if !pub.Ready() {
+			case !pub.Ready():
 				return errors.New("etcd view not loaded")
+			case !pub.Reachable():
+				return errors.New("etcd unreachable")
 			}
 			return nil
 		})
@@ -71,41 +110,137 @@ func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, etcd *clien
 			return err
 		}
 		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
+			sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer scancel()
 			srv.Shutdown(sctx)
 		}()
 	}
 
 	var wg sync.WaitGroup
+	defer wg.Wait()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		pub.Run(ctx)
 	}()
-	err := ctrl.Run(ctx)
-	wg.Wait()
-	return err
+	if elector != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			elector.Run(ctx, func(lctx context.Context) {
+				pub.SetActive(true)
+				ctrl.Resync()
+				<-lctx.Done()
+				// Finish the transaction in flight before leadership is released.
+				pub.SetActive(false)
+			})
+		}()
+	}
+	if cfg.Once {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctrl.Run(ctx)
+		}()
+		err := once(ctx, cfg, pub, ctrl)
+		cancel()
+		return err
+	}
+	return ctrl.Run(ctx)
 }
 
-// serveHTTP serves /healthz (the process answers) and /readyz (ready reports nil).
-func serveHTTP(addr string, ready func() error) (*http.Server, error) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := ready(); err != nil {
-			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--http-address: %w", err)
+// once waits until everything is published and writes a summary.
+func once(ctx context.Context, cfg Config, pub *publish.Publisher, ctrl *controller.Controller) error {
+	timeout := cfg.OnceTimeout
+	if timeout == 0 {
+		timeout = 2 * time.Minute
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(l)
-	return srv, nil
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for !ctrl.Ready() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("once: informer caches did not sync: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if err := pub.WaitIdle(ctx); err != nil {
+		return fmt.Errorf("once: records not published within %v (is etcd reachable?): %w", timeout, err)
+	}
+	names, records := map[string]bool{}, 0
+	pub.CountRecords(func(stored string, _ skydns.Type) {
+		names[stored] = true
+		records++
+	})
+	s := pub.Stats()
+	verb := "written"
+	if cfg.DryRun {
+		verb = "to write (dry run)"
+	}
+	fmt.Fprintf(cfg.Summary, "names: %d\nrecords: %d\nrecords %s: %d\nrecords deleted: %d\nrecords unchanged: %d\n",
+		len(names), records, verb, s.Puts, s.Deletes, int64(records)-s.Puts)
+	if s.HeldDeletes > 0 {
+		fmt.Fprintf(cfg.Summary, "deletions held back by --max-delete-ratio: %d\n", s.HeldDeletes)
+	}
+	return nil
+}
+
+func eventRecorder(ctx context.Context, kube kubernetes.Interface) (record.EventRecorder, func()) {
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "skylb"}), broadcaster.Shutdown
+}
+
+// register exposes the components' counters as metrics.
+func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *controller.Controller, el *leader.Elector) {
+	zoneOf := func(stored string) string {
+		best := ""
+		for _, z := range cfg.Source.Zones {
+			if dnsname.IsWithin(stored, z) && len(z) > len(best) {
+				best = z
+			}
+		}
+		return best
+	}
+	m.Vec("skylb_records", "Records skylb wants published, by zone and type.", prometheus.GaugeValue,
+		[]string{"zone", "type"}, func() map[string]float64 {
+			out := map[string]float64{}
+			pub.CountRecords(func(stored string, t skydns.Type) { out[zoneOf(stored)+metrics.LabelSep+string(t)]++ })
+			return out
+		})
+	stats := func(f func(publish.Stats) int64) func() float64 {
+		return func() float64 { return float64(f(pub.Stats())) }
+	}
+	m.Vec("skylb_etcd_request_errors_total", "Failed etcd requests by operation.", prometheus.CounterValue,
+		[]string{"operation"}, func() map[string]float64 {
+			s := pub.Stats()
+			return map[string]float64{"list": float64(s.ListErrors), "watch": float64(s.WatchErrors), "txn": float64(s.TxnErrors)}
+		})
+	m.Vec("skylb_etcd_keys_written_total", "etcd keys written by operation.", prometheus.CounterValue,
+		[]string{"operation"}, func() map[string]float64 {
+			s := pub.Stats()
+			return map[string]float64{"put": float64(s.Puts), "delete": float64(s.Deletes)}
+		})
+	m.Counter("skylb_etcd_transactions_total", "etcd transactions committed.", stats(func(s publish.Stats) int64 { return s.Txns }))
+	m.Counter("skylb_etcd_relists_total", "Full lists of the prefix, at start and after compaction.", stats(func(s publish.Stats) int64 { return s.Relists }))
+	m.Gauge("skylb_held_deletions", "Deletions the last full reconciliation held back under --max-delete-ratio.", stats(func(s publish.Stats) int64 { return s.HeldDeletes }))
+	m.Gauge("skylb_hostname_conflicts", "Hostname claims refused because another namespace holds the name.", func() float64 { return float64(ctrl.Conflicts()) })
+	m.Gauge("skylb_workqueue_depth", "Objects waiting to be synced.", func() float64 { return float64(ctrl.QueueLen()) })
+	m.Counter("skylb_service_status_writes_total", "Service status updates written.", func() float64 { return float64(ctrl.StatusWrites()) })
+	m.Gauge("skylb_leader", "1 while this replica leads and writes, 0 otherwise.", func() float64 {
+		if el == nil || el.Leading() {
+			return 1
+		}
+		return 0
+	})
+	m.Gauge("skylb_etcd_reachable", "1 while the connection to etcd is up.", func() float64 {
+		return float64(boolInt(pub.Reachable()))
+	})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -32,8 +33,9 @@ import (
 
 // Publisher receives the records the controller wants published.
 type Publisher interface {
-	// Set replaces the records of one stored name.
-	Set(stored string, records []skydns.Record)
+	// Set replaces the records of one stored name; observed is when the
+	// Kubernetes change behind it was seen.
+	Set(stored string, records []skydns.Record, observed time.Time)
 	// Complete says every wanted name has been Set.
 	Complete()
 	// Resync compares everything with etcd once more.
@@ -45,7 +47,14 @@ type Config struct {
 	Source         source.Config
 	ResyncInterval time.Duration // full reconciliation period; 0 disables
 	Workers        int
-	Log            logrus.FieldLogger
+	// Leading reports whether this replica may write Service status and emit
+	// Events; nil means always. Followers keep everything else current.
+	Leading func() bool
+	// DryRun logs status writes and Events instead of making them.
+	DryRun bool
+	// ObserveReconcile, when set, is told how long each object's sync took.
+	ObserveReconcile func(time.Duration)
+	Log              logrus.FieldLogger
 }
 
 // Controller turns Services and Ingresses into records.
@@ -68,6 +77,11 @@ type Controller struct {
 	conflict map[string]map[string][]source.Problem // by group, then source: problems of resolution
 	reported map[string][]source.Problem            // by source: problems already told as Events
 	ready    bool
+
+	observedMu sync.Mutex
+	observed   map[string]time.Time // key -> when a change to it was first seen, until synced
+
+	statusWrites atomic.Int64
 }
 
 // New returns a Controller reading from kube and writing to pub. Events go to recorder.
@@ -77,6 +91,9 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 	}
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
+	}
+	if cfg.Leading == nil {
+		cfg.Leading = func() bool { return true }
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields))
 	svcInformer := factory.Core().V1().Services()
@@ -107,6 +124,7 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		found:    make(map[string][]source.Problem),
 		conflict: make(map[string]map[string][]source.Problem),
 		reported: make(map[string][]source.Problem),
+		observed: make(map[string]time.Time),
 	}
 	c.handle(svcInformer.Informer(), source.KindService)
 	c.handle(ingInformer.Informer(), source.KindIngress)
@@ -130,7 +148,7 @@ func (c *Controller) handle(inf cache.SharedIndexInformer, kind string) {
 			utilruntime.HandleError(err)
 			return
 		}
-		c.queue.Add(kind + "/" + key)
+		c.enqueue(kind + "/" + key)
 		if kind == source.KindService && key == c.builder.IngressService() {
 			c.enqueueAll(source.KindIngress)
 		}
@@ -157,7 +175,7 @@ func (c *Controller) handleSlices(inf cache.SharedIndexInformer) {
 		}
 		if svc := s.Labels[discoveryv1.LabelServiceName]; svc != "" {
 			key := s.Namespace + "/" + svc
-			c.queue.Add(source.KindService + "/" + key)
+			c.enqueue(source.KindService + "/" + key)
 			if key == c.builder.IngressService() {
 				c.enqueueAll(source.KindIngress)
 			}
@@ -192,6 +210,25 @@ func (c *Controller) handleNodes(inf cache.SharedIndexInformer) {
 	}
 }
 
+// enqueue adds a key to the queue and remembers when its change was first seen.
+func (c *Controller) enqueue(key string) {
+	c.observedMu.Lock()
+	if _, ok := c.observed[key]; !ok {
+		c.observed[key] = time.Now()
+	}
+	c.observedMu.Unlock()
+	c.queue.Add(key)
+}
+
+// takeObserved returns and forgets when a change to key was first seen.
+func (c *Controller) takeObserved(key string) time.Time {
+	c.observedMu.Lock()
+	defer c.observedMu.Unlock()
+	t := c.observed[key]
+	delete(c.observed, key)
+	return t
+}
+
 // enqueueAll enqueues every cached object of a kind.
 func (c *Controller) enqueueAll(kind string) {
 	switch kind {
@@ -199,13 +236,13 @@ func (c *Controller) enqueueAll(kind string) {
 		svcs, _ := c.services.List(labels.Everything())
 		for _, s := range svcs {
 			if s.Spec.Type == corev1.ServiceTypeLoadBalancer || len(s.Status.LoadBalancer.Ingress) > 0 {
-				c.queue.Add(source.KindService + "/" + s.Namespace + "/" + s.Name)
+				c.enqueue(source.KindService + "/" + s.Namespace + "/" + s.Name)
 			}
 		}
 	case source.KindIngress:
 		ings, _ := c.ingresses.List(labels.Everything())
 		for _, i := range ings {
-			c.queue.Add(source.KindIngress + "/" + i.Namespace + "/" + i.Name)
+			c.enqueue(source.KindIngress + "/" + i.Namespace + "/" + i.Name)
 		}
 	}
 }
@@ -301,6 +338,33 @@ func (c *Controller) cachedKeys() ([]string, error) {
 	return slices.Compact(keys), nil
 }
 
+// Resync enqueues every object and asks the publisher to compare everything
+// again; a new leader calls it to write the status its predecessor left.
+func (c *Controller) Resync() { c.resync(context.Background()) }
+
+// Conflicts returns the number of hostname claims currently refused.
+func (c *Controller) Conflicts() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, bySource := range c.conflict {
+		for _, problems := range bySource {
+			for _, p := range problems {
+				if p.Reason == source.ReasonHostnameConflict {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// StatusWrites returns the number of Service status updates written.
+func (c *Controller) StatusWrites() int64 { return c.statusWrites.Load() }
+
+// QueueLen returns the number of objects waiting to be synced.
+func (c *Controller) QueueLen() int { return c.queue.Len() }
+
 // resync enqueues every object and asks the publisher to compare everything again.
 func (c *Controller) resync(context.Context) {
 	keys, err := c.cachedKeys()
@@ -349,14 +413,19 @@ func isPermanent(err error) bool { return errors.Is(err, errPermanent) }
 // sync brings the records of one object, and the status of a Service skylb
 // implements, up to date.
 func (c *Controller) sync(key string) error {
+	start := time.Now()
+	observed := c.takeObserved(key)
 	pub, svc, err := c.publication(key)
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
-	c.applyLocked(key, pub)
+	c.applyLocked(key, pub, observed)
 	c.mu.Unlock()
-	if svc == nil {
+	if c.cfg.ObserveReconcile != nil {
+		c.cfg.ObserveReconcile(time.Since(start))
+	}
+	if svc == nil || !c.cfg.Leading() {
 		return nil
 	}
 	switch {
@@ -400,12 +469,12 @@ func (c *Controller) publication(key string) (*source.Publication, *corev1.Servi
 
 // applyLocked stores a publication, resolves the groups it touches and hands the
 // resulting records to the publisher.
-func (c *Controller) applyLocked(src string, pub *source.Publication) {
+func (c *Controller) applyLocked(src string, pub *source.Publication, observed time.Time) {
 	touched := map[string]*source.Publication{src: pub}
 	for _, g := range c.index.Update(src, pub) {
 		res := c.index.Resolve(g)
 		for stored, records := range res.Records {
-			c.pub.Set(stored, records)
+			c.pub.Set(stored, records, observed)
 		}
 		for s := range c.conflict[g] {
 			touched[s] = nil
@@ -429,6 +498,14 @@ func (c *Controller) applyLocked(src string, pub *source.Publication) {
 	}
 }
 
+// event records an Event on an object, unless another replica leads or this is a dry run.
+func (c *Controller) event(obj *corev1.ObjectReference, kind, reason, message string) {
+	if c.cfg.DryRun || !c.cfg.Leading() {
+		return
+	}
+	c.recorder.Event(obj, kind, reason, message)
+}
+
 // reportLocked emits a Warning Event for each problem of an object not told before.
 func (c *Controller) reportLocked(src string) {
 	pub := c.index.Publication(src)
@@ -442,7 +519,7 @@ func (c *Controller) reportLocked(src string) {
 	}
 	for _, p := range current {
 		if !slices.Contains(c.reported[src], p) {
-			c.recorder.Event(&pub.Ref, corev1.EventTypeWarning, p.Reason, p.Message)
+			c.event(&pub.Ref, corev1.EventTypeWarning, p.Reason, p.Message)
 			c.cfg.Log.WithFields(logrus.Fields{"object": src, "reason": p.Reason}).Warn(p.Message)
 		}
 	}

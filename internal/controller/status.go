@@ -24,6 +24,11 @@ func (c *Controller) writeStatus(cached *corev1.Service, want []corev1.LoadBalan
 	if source.StatusEqual(cached.Status.LoadBalancer.Ingress, want) {
 		return nil
 	}
+	if c.cfg.DryRun {
+		c.cfg.Log.WithFields(logrus.Fields{"service": cached.Namespace + "/" + cached.Name, "ingress": describeStatus(want)}).
+			Info("dry run: service status would change")
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
 	defer cancel()
 	services := c.kube.CoreV1().Services(cached.Namespace)
@@ -54,6 +59,7 @@ func (c *Controller) writeStatus(cached *corev1.Service, want []corev1.LoadBalan
 	}
 	if changed {
 		list := describeStatus(want)
+		c.statusWrites.Add(1)
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, source.ReasonAddressesChanged, "load balancer ingress set to %s", list)
 		c.cfg.Log.WithFields(logrus.Fields{"service": cached.Namespace + "/" + cached.Name, "ingress": list}).Info("service status updated")
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/connectivity"
 
 	"github.com/skylb/skylb/internal/skydns"
 )
@@ -41,7 +42,15 @@ type Config struct {
 	// driven by changes to objects are never held. 0 means 0.5; 1 or more
 	// disables the check.
 	MaxDeleteRatio float64
-	Log            logrus.FieldLogger
+	// Inactive starts the Publisher without writing, for a replica that is
+	// not (yet) the leader; SetActive starts writing.
+	Inactive bool
+	// DryRun logs every change instead of writing it.
+	DryRun bool
+	// ObservePropagation, when set, is told how long each change took from
+	// being observed in Kubernetes to being committed in etcd.
+	ObservePropagation func(time.Duration)
+	Log                logrus.FieldLogger
 }
 
 // minOwnedForRatio is the number of owned records above which MaxDeleteRatio applies.
@@ -67,11 +76,14 @@ func (c *Config) defaults() {
 
 // Stats counts what a Publisher has written since it started.
 type Stats struct {
-	Txns    int64 // transactions committed
-	Puts    int64 // keys written
-	Deletes int64 // keys deleted
-	Errors  int64 // failed etcd requests
-	Relists int64 // full lists of the prefix
+	Txns        int64 // transactions committed
+	Puts        int64 // keys written
+	Deletes     int64 // keys deleted
+	Errors      int64 // failed etcd requests of any kind
+	ListErrors  int64
+	WatchErrors int64
+	TxnErrors   int64
+	Relists     int64 // full lists of the prefix
 	// HeldDeletes is the number of deletions the last full reconciliation held
 	// back under MaxDeleteRatio; 0 when it held none.
 	HeldDeletes int64
@@ -108,12 +120,15 @@ type Publisher struct {
 	tombs    []tomb
 	complete bool
 	loaded   bool
+	active   bool
 	idle     *sync.Cond
 	flushing bool
 
 	wake chan struct{}
 
-	txns, puts, deletes, errs, relists, held atomic.Int64
+	txns, puts, deletes, relists, held atomic.Int64
+	listErrs, watchErrs, txnErrs       atomic.Int64
+	since                              map[string]time.Time // dirty name -> when its change was observed
 }
 
 type tomb struct {
@@ -130,7 +145,9 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 		dir:    trimSlash(cfg.Prefix) + "/",
 		names:  make(map[string]*name),
 		dirty:  make(map[string]bool),
+		since:  make(map[string]time.Time),
 		wake:   make(chan struct{}, 1),
+		active: !cfg.Inactive,
 	}
 	p.idle = sync.NewCond(&p.mu)
 	return p
@@ -144,7 +161,8 @@ func trimSlash(s string) string {
 }
 
 // Set replaces the records wanted at one stored name; nil or empty wants none.
-func (p *Publisher) Set(stored string, records []skydns.Record) {
+// observed is when the Kubernetes change behind it was seen, or zero.
+func (p *Publisher) Set(stored string, records []skydns.Record, observed time.Time) {
 	var desired map[string]want
 	if len(records) > 0 {
 		desired = make(map[string]want, len(records))
@@ -166,6 +184,9 @@ func (p *Publisher) Set(stored string, records []skydns.Record) {
 		return
 	}
 	n.desired = desired
+	if t, ok := p.since[stored]; !observed.IsZero() && (!ok || observed.Before(t)) {
+		p.since[stored] = observed
+	}
 	p.markLocked(stored)
 }
 
@@ -190,12 +211,38 @@ func (p *Publisher) Complete() {
 	p.markAllLocked()
 }
 
+// SetActive starts or stops writing. An inactive Publisher keeps its view and the
+// desired records current, so that it can take over at once; becoming active
+// compares everything. SetActive(false) returns once a transaction in flight has
+// finished.
+func (p *Publisher) SetActive(active bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.active = active
+	if active {
+		p.markAllLocked()
+		return
+	}
+	for p.flushing {
+		p.idle.Wait()
+	}
+}
+
 // Resync compares every name with the view and repairs what differs. It reads
 // nothing from etcd.
 func (p *Publisher) Resync() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.markAllLocked()
+}
+
+// Reachable reports whether the connection to etcd is up. It sends nothing.
+func (p *Publisher) Reachable() bool {
+	switch p.client.ActiveConnection().GetState() {
+	case connectivity.Ready, connectivity.Idle:
+		return true
+	}
+	return false
 }
 
 // Ready reports whether the view of etcd is loaded and the desired state complete.
@@ -216,7 +263,7 @@ func (p *Publisher) WaitIdle(ctx context.Context) error {
 	defer stop()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for !(p.loaded && p.complete && len(p.dirty) == 0 && !p.flushing) {
+	for !(p.loaded && p.complete && p.active && len(p.dirty) == 0 && !p.flushing) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -229,7 +276,9 @@ func (p *Publisher) WaitIdle(ctx context.Context) error {
 func (p *Publisher) Stats() Stats {
 	return Stats{
 		Txns: p.txns.Load(), Puts: p.puts.Load(), Deletes: p.deletes.Load(),
-		Errors: p.errs.Load(), Relists: p.relists.Load(), HeldDeletes: p.held.Load(),
+		Errors:     p.listErrs.Load() + p.watchErrs.Load() + p.txnErrs.Load(),
+		ListErrors: p.listErrs.Load(), WatchErrors: p.watchErrs.Load(), TxnErrors: p.txnErrs.Load(),
+		Relists: p.relists.Load(), HeldDeletes: p.held.Load(),
 	}
 }
 
@@ -297,7 +346,6 @@ func (p *Publisher) flushLoop(ctx context.Context) {
 		case ctx.Err() != nil:
 			return
 		default:
-			p.errs.Add(1)
 			delay := bo.next()
 			if !failing || errors.Is(err, ErrFenced) {
 				p.cfg.Log.WithError(err).WithField("retry_in", delay).Warn("writing to etcd failed")
@@ -317,19 +365,20 @@ func (p *Publisher) flushLoop(ctx context.Context) {
 
 // change is the set of operations that bring one name to its desired state.
 type change struct {
-	name    string
-	event   bool // marked by a change rather than by a full reconciliation
-	ops     []clientv3.Op
-	puts    map[string]want
-	dels    []string
-	added   []string
-	removed []string
+	name     string
+	event    bool      // marked by a change rather than by a full reconciliation
+	observed time.Time // when the Kubernetes change behind it was seen, or zero
+	ops      []clientv3.Op
+	puts     map[string]want
+	dels     []string
+	added    []string
+	removed  []string
 }
 
 // flush writes every dirty name. Names whose writes fail stay dirty.
 func (p *Publisher) flush(ctx context.Context) error {
 	p.mu.Lock()
-	if !p.loaded || !p.complete || len(p.dirty) == 0 {
+	if !p.loaded || !p.complete || !p.active || len(p.dirty) == 0 {
 		p.mu.Unlock()
 		return nil
 	}
@@ -346,7 +395,11 @@ func (p *Publisher) flush(ctx context.Context) error {
 		}
 	}
 	changes = p.holdMassDeletionLocked(changes)
+	for i := range changes {
+		changes[i].observed = p.since[changes[i].name]
+	}
 	clear(p.dirty)
+	clear(p.since)
 	p.mu.Unlock()
 
 	var failed error
@@ -364,6 +417,9 @@ func (p *Publisher) flush(ctx context.Context) error {
 			for _, c := range append(batch, changes...) {
 				if _, ok := p.dirty[c.name]; !ok {
 					p.dirty[c.name] = c.event
+				}
+				if _, ok := p.since[c.name]; !ok && !c.observed.IsZero() {
+					p.since[c.name] = c.observed
 				}
 			}
 			p.mu.Unlock()
@@ -466,6 +522,17 @@ func (p *Publisher) holdMassDeletionLocked(changes []change) []change {
 	return kept
 }
 
+// CountRecords calls f for every record wanted, with its stored name and type.
+func (p *Publisher) CountRecords(f func(stored string, t skydns.Type)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for stored, n := range p.names {
+		for _, w := range n.desired {
+			f(stored, skydns.Record{Host: w.host}.Type())
+		}
+	}
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -490,17 +557,37 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 	}
 	// A transaction under way finishes even when ctx ends at shutdown; its own
 	// deadline bounds it.
+	if p.cfg.DryRun {
+		// Counted as if written, so that --once can say what would change.
+		for _, c := range batch {
+			p.puts.Add(int64(len(c.puts)))
+			p.deletes.Add(int64(len(c.dels)))
+			p.cfg.Log.WithFields(logrus.Fields{"name": c.name, "added": c.added, "removed": c.removed}).
+				Info("dry run: records would change")
+		}
+		return nil
+	}
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Timeout)
 	defer cancel()
 	resp, err := p.client.Txn(tctx).If(cmps...).Then(ops...).Commit()
 	if err != nil {
+		p.txnErrs.Add(1)
 		return fmt.Errorf("commit %d operations for %d names: %w", len(ops), len(batch), err)
 	}
 	if !resp.Succeeded {
+		p.txnErrs.Add(1)
 		return ErrFenced
 	}
 	rev := resp.Header.Revision
 	p.txns.Add(1)
+	if p.cfg.ObservePropagation != nil {
+		now := time.Now()
+		for _, c := range batch {
+			if !c.observed.IsZero() {
+				p.cfg.ObservePropagation(now.Sub(c.observed))
+			}
+		}
+	}
 
 	p.mu.Lock()
 	defer p.mu.Unlock()

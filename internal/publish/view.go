@@ -27,7 +27,7 @@ func (p *Publisher) loadWithRetry(ctx context.Context) (int64, bool) {
 		if ctx.Err() != nil {
 			return 0, false
 		}
-		p.errs.Add(1)
+		p.listErrs.Add(1)
 		delay := bo.next()
 		entry := p.cfg.Log.WithError(err).WithField("retry_in", delay)
 		if attempt == 0 {
@@ -128,6 +128,7 @@ func (p *Publisher) watch(ctx context.Context, rev int64) {
 				return
 			}
 			if err := wr.Err(); err != nil {
+				p.watchErrs.Add(1)
 				p.cfg.Log.WithError(err).Debug("etcd watch ended")
 				break
 			}

@@ -1,0 +1,110 @@
+package leader_test
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/skylb/skylb/internal/etcdtest"
+	"github.com/skylb/skylb/internal/leader"
+)
+
+func quiet() logrus.FieldLogger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return l
+}
+
+func elector(kube *fake.Clientset, etcd *clientv3.Client, id string) *leader.Elector {
+	return leader.New(leader.Config{
+		Namespace: "skylb", Name: "skylb", Identity: id,
+		LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond,
+		EtcdKey: "/skylb/leader/test", EtcdTTL: 1, Log: quiet(),
+	}, kube, etcd)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestFencedLeadership(t *testing.T) {
+	srv := etcdtest.Start(t)
+	etcd := srv.NewClient(t)
+	kube := fake.NewClientset()
+
+	a, b := elector(kube, etcd, "a"), elector(kube, etcd, "b")
+	if _, err := a.Compares(); err == nil {
+		t.Fatalf("Compares() before leading succeeded, want ErrNotLeader")
+	}
+	actx, stopA := context.WithCancel(context.Background())
+	aDone := make(chan struct{})
+	go func() {
+		defer close(aDone)
+		a.Run(actx, func(ctx context.Context) { <-ctx.Done() })
+	}()
+	waitFor(t, "a to lead", a.Leading)
+
+	bctx, stopB := context.WithCancel(context.Background())
+	defer stopB()
+	bDone := make(chan struct{})
+	go func() {
+		defer close(bDone)
+		b.Run(bctx, func(ctx context.Context) { <-ctx.Done() })
+	}()
+
+	cmps, err := a.Compares()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := etcd.Txn(ctx).If(cmps...).Then(clientv3.OpPut("/skydns/fenced", "a")).Commit()
+	if err != nil || !resp.Succeeded {
+		t.Fatalf("the leader's guarded write = %v, %v; want success", resp, err)
+	}
+
+	// The leader's etcd session ends (as when it is paused past its TTL): its
+	// election key goes, and a write carrying its old condition lands nothing.
+	keys, err := etcd.Get(ctx, "/skylb/leader/test", clientv3.WithPrefix())
+	if err != nil || len(keys.Kvs) == 0 {
+		t.Fatalf("election keys: %v, %v", keys, err)
+	}
+	if _, err := etcd.Revoke(ctx, clientv3.LeaseID(keys.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = etcd.Txn(ctx).If(cmps...).Then(clientv3.OpPut("/skydns/fenced", "stale")).Commit()
+	if err != nil || resp.Succeeded {
+		t.Fatalf("a deposed leader's guarded write = %v, %v; want it refused", resp, err)
+	}
+	got, _ := etcd.Get(ctx, "/skydns/fenced")
+	if string(got.Kvs[0].Value) != "a" {
+		t.Errorf("value = %q, want the leader's write only", got.Kvs[0].Value)
+	}
+
+	// b cannot lead while a holds the Kubernetes Lease; once a stops, b takes over.
+	if b.Leading() {
+		t.Fatalf("b leads while a holds the Lease")
+	}
+	stopA()
+	<-aDone
+	if a.Leading() {
+		t.Errorf("a still leads after it stopped")
+	}
+	start := time.Now()
+	waitFor(t, "b to take over", b.Leading)
+	t.Logf("b took over %v after a stopped", time.Since(start).Round(time.Millisecond))
+	stopB()
+	<-bDone
+}
