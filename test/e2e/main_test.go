@@ -1,0 +1,372 @@
+// Package e2e proves skylb end to end on the real local stack: a real etcd with
+// mutual TLS and RBAC, kube-apiserver, kube-controller-manager, CoreDNS with the
+// etcd plugin, and the skylb binary. Every case asks CoreDNS over UDP.
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/skylb/skylb/test/stack"
+)
+
+var (
+	keep     = flag.Bool("keep", false, "leave the stack's directory (logs) behind")
+	st       *stack.Stack
+	httpAddr string // skylb's /healthz and /readyz
+)
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// waitReady waits until skylb's /readyz answers 200.
+func waitReady(ctx context.Context) error {
+	client := &http.Client{Timeout: time.Second}
+	for {
+		resp, err := client.Get("http://" + httpAddr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not ready: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Nodes of the test cluster. Their addresses are documentation addresses, used
+// only as data in DNS answers; nothing is ever sent to them.
+var nodes = []stack.NodeSpec{
+	{Name: "node-1", InternalIP: []string{"192.0.2.11", "2001:db8::11"}, PodCIDR: "10.244.1.0/24"},
+	{Name: "node-2", InternalIP: []string{"192.0.2.12", "2001:db8::12"}, PodCIDR: "10.244.2.0/24"},
+	{Name: "node-3", InternalIP: []string{"192.0.2.13", "2001:db8::13"}, PodCIDR: "10.244.3.0/24"},
+}
+
+// skylbArgs are the flags of the skylb under test, besides those the stack sets.
+var skylbArgs = []string{"--default-namespace=default", "--resync-interval=1m", "--log-level=debug"}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	root, err := findRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	if _, err := os.Stat(filepath.Join(root, "bin", "kube-apiserver")); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: skipped: the real binaries are missing; run scripts/build-bins.sh")
+		return 0
+	}
+	dir, err := os.MkdirTemp("", "skylb-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := time.Now()
+	st, err = stack.Start(ctx, stack.Options{Root: root, Dir: dir, Zone: "example.org", Log: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: start stack:", err)
+		return 1
+	}
+	defer func() {
+		st.Stop()
+		if !*keep {
+			os.RemoveAll(dir)
+		} else {
+			fmt.Fprintln(os.Stderr, "e2e: logs kept in", dir)
+		}
+	}()
+	if err := st.CreateNodes(ctx, nodes...); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: create nodes:", err)
+		return 1
+	}
+	kctx, stopKubelet := context.WithCancel(context.Background())
+	defer stopKubelet()
+	go stack.RunKubelet(kctx, st.Kube, nodeNames())
+	if httpAddr, err = freeAddr(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	skylbArgs = append(skylbArgs, "--http-address="+httpAddr)
+	if _, err := st.StartSkylb(ctx, skylbArgs...); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: start skylb:", err)
+		return 1
+	}
+	if err := waitReady(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: skylb:", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "e2e: stack up in %v\n", time.Since(start).Round(time.Millisecond))
+	code := m.Run()
+	if code != 0 {
+		for _, name := range []string{"skylb", "coredns", "etcd"} {
+			if p := st.Proc(name); p != nil {
+				tail(p.LogFile(), 40)
+			}
+		}
+	}
+	return code
+}
+
+func findRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/skylb/skylb\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("repository root not found")
+		}
+		dir = parent
+	}
+}
+
+func tail(file string, n int) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	fmt.Fprintf(os.Stderr, "----- last lines of %s -----\n%s\n", file, strings.Join(lines, "\n"))
+}
+
+func nodeNames() []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// answer asks CoreDNS for name and type and returns the rcode and the sorted
+// record data (addresses, or the CNAME target).
+func answer(name string, qtype uint16) (int, []string, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), qtype)
+	c := &dns.Client{Net: "udp", Timeout: time.Second}
+	r, _, err := c.Exchange(m, st.DNSAddr)
+	if err != nil {
+		return 0, nil, err
+	}
+	var out []string
+	for _, rr := range r.Answer {
+		switch v := rr.(type) {
+		case *dns.A:
+			out = append(out, v.A.String())
+		case *dns.AAAA:
+			out = append(out, v.AAAA.String())
+		case *dns.CNAME:
+			out = append(out, "CNAME "+strings.TrimSuffix(v.Target, "."))
+		}
+	}
+	slices.Sort(out)
+	return r.Rcode, out, nil
+}
+
+// within waits up to limit for CoreDNS to answer name with exactly want (A and
+// AAAA records together), or with NXDOMAIN when want is empty, and returns how
+// long it took.
+func within(t *testing.T, limit time.Duration, name string, want ...string) time.Duration {
+	t.Helper()
+	slices.Sort(want)
+	start := time.Now()
+	var last string
+	for {
+		got, rcode, err := addresses(name)
+		switch {
+		case err != nil:
+			last = err.Error()
+		case len(want) == 0 && rcode == dns.RcodeNameError:
+			return time.Since(start)
+		case len(want) > 0 && slices.Equal(got, want):
+			return time.Since(start)
+		default:
+			last = fmt.Sprintf("%s %q", dns.RcodeToString[rcode], got)
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("%s: CoreDNS answers %s after %v, want %q (NXDOMAIN if empty)", name, last, limit, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// addresses returns the A and AAAA answers of name together.
+func addresses(name string) ([]string, int, error) {
+	rcode, a, err := answer(name, dns.TypeA)
+	if err != nil {
+		return nil, 0, err
+	}
+	_, aaaa, err := answer(name, dns.TypeAAAA)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := append(a, aaaa...)
+	slices.Sort(out)
+	return slices.Compact(out), rcode, nil
+}
+
+// quick is the bound for changes skylb sees directly.
+const quick = 2 * time.Second
+
+// slow is the bound for changes that first pass through kube-controller-manager
+// and the simulated kubelet.
+const slow = 15 * time.Second
+
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func namespace(t *testing.T, name string) {
+	t.Helper()
+	_, err := st.Kube.CoreV1().Namespaces().Create(ctxT(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+}
+
+// deploy creates a Deployment whose pods the simulated kubelet runs, pinned to nodes.
+func deploy(t *testing.T, ns, name string, replicas int32, onNode string) {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "web", Image: "nginx", Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
+				}}},
+			},
+		},
+	}
+	if onNode != "" {
+		d.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": onNode}
+	}
+	if _, err := st.Kube.AppsV1().Deployments(ns).Create(ctxT(t), d, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create deployment %s/%s: %v", ns, name, err)
+	}
+}
+
+func scale(t *testing.T, ns, name string, replicas int32) {
+	t.Helper()
+	s, err := st.Kube.AppsV1().Deployments(ns).GetScale(ctxT(t), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Spec.Replicas = replicas
+	if _, err := st.Kube.AppsV1().Deployments(ns).UpdateScale(ctxT(t), name, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type svcOpt func(*corev1.Service)
+
+func lbService(t *testing.T, ns, name string, opts ...svcOpt) *corev1.Service {
+	t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeLoadBalancer,
+			Selector: map[string]string{"app": name},
+			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	for _, o := range opts {
+		o(svc)
+	}
+	out, err := st.Kube.CoreV1().Services(ns).Create(ctxT(t), svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create service %s/%s: %v", ns, name, err)
+	}
+	return out
+}
+
+func annotate(key, value string) svcOpt {
+	return func(s *corev1.Service) {
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[key] = value
+	}
+}
+
+// externalIPs returns what kubectl shows as EXTERNAL-IP.
+func externalIPs(t *testing.T, ns, name string) []string {
+	t.Helper()
+	svc, err := st.Kube.CoreV1().Services(ns).Get(ctxT(t), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		out = append(out, ing.IP+ing.Hostname)
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		x, errx := netip.ParseAddr(a)
+		y, erry := netip.ParseAddr(b)
+		if errx != nil || erry != nil {
+			return strings.Compare(a, b)
+		}
+		return x.Compare(y)
+	})
+	return out
+}
+
+// eventually polls cond until it holds or limit passes.
+func eventually(t *testing.T, limit time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		ok, detail := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %v: %s", what, limit, detail)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,271 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// expectedNodeAddresses computes, from the cluster's own state, the answer
+// skylb should give for a Service in nodes mode: the IPv4 InternalIP (or
+// override annotation) of every Ready node hosting a Ready pod of app.
+func expectedNodeAddresses(t *testing.T, ns, app string) []string {
+	t.Helper()
+	pods, err := st.Kube.CoreV1().Pods(ns).List(ctxT(t), metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || !podReady(&p) {
+			continue
+		}
+		n, err := st.Kube.CoreV1().Nodes().Get(ctxT(t), p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !nodeReady(n) {
+			continue
+		}
+		addr := n.Annotations["skylb.io/address"]
+		for _, a := range n.Status.Addresses {
+			if addr == "" && a.Type == corev1.NodeInternalIP && !strings.Contains(a.Address, ":") {
+				addr = a.Address
+			}
+		}
+		if !slices.Contains(out, addr) {
+			out = append(out, addr)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// follow waits until the cluster has replicas ready pods of app and CoreDNS
+// answers name with exactly the addresses of their nodes, and the Service's
+// EXTERNAL-IP shows the same addresses.
+func follow(t *testing.T, limit time.Duration, ns, app, name string, replicas int) []string {
+	t.Helper()
+	var want []string
+	eventually(t, limit, name+" follows the cluster", func() (bool, string) {
+		want = expectedNodeAddresses(t, ns, app)
+		pods, _ := st.Kube.CoreV1().Pods(ns).List(ctxT(t), metav1.ListOptions{LabelSelector: "app=" + app})
+		ready := 0
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && podReady(&p) {
+				ready++
+			}
+		}
+		got, rcode, err := addresses(name)
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(want) == 0 {
+			return rcode == dns.RcodeNameError && ready == replicas, fmt.Sprintf("%s %q with %d ready pods", dns.RcodeToString[rcode], got, ready)
+		}
+		ext := externalIPs(t, ns, app)
+		return ready == replicas && slices.Equal(got, want) && slices.Equal(ext, want),
+			fmt.Sprintf("answers %q, EXTERNAL-IP %q, want %q with %d/%d ready pods", got, ext, want, ready, replicas)
+	})
+	return want
+}
+
+func TestServiceFollowsPodsAndNodes(t *testing.T) {
+	namespace(t, "shop")
+	deploy(t, "shop", "web", 3, "")
+	lbService(t, "shop", "web", annotate("skylb.io/hostname", "www.example.org"))
+	all := follow(t, slow, "shop", "web", "web.shop.example.org", 3)
+	if len(all) < 2 {
+		t.Fatalf("the simulated kubelet spread 3 pods over %d nodes; the test needs at least 2", len(all))
+	}
+	within(t, quick, "www.example.org", all...)
+
+	t.Run("scaled down", func(t *testing.T) {
+		scale(t, "shop", "web", 1)
+		follow(t, slow, "shop", "web", "web.shop.example.org", 1)
+	})
+	t.Run("scaled up", func(t *testing.T) {
+		scale(t, "shop", "web", 3)
+		follow(t, slow, "shop", "web", "web.shop.example.org", 3)
+	})
+	t.Run("pod made unready", func(t *testing.T) {
+		pods, err := st.Kube.CoreV1().Pods("shop").List(ctxT(t), metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil || len(pods.Items) == 0 {
+			t.Fatalf("list pods: %v", err)
+		}
+		p := pods.Items[0]
+		patch := []byte(`{"metadata":{"annotations":{"stack.skylb.io/ready":"false"}}}`)
+		if _, err := st.Kube.CoreV1().Pods("shop").Patch(ctxT(t), p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		follow(t, slow, "shop", "web", "web.shop.example.org", 2)
+		patch = []byte(`{"metadata":{"annotations":{"stack.skylb.io/ready":null}}}`)
+		if _, err := st.Kube.CoreV1().Pods("shop").Patch(ctxT(t), p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		follow(t, slow, "shop", "web", "web.shop.example.org", 3)
+	})
+	t.Run("node NotReady", func(t *testing.T) {
+		before := expectedNodeAddresses(t, "shop", "web")
+		victim := ""
+		for _, n := range nodes {
+			if slices.Contains(before, n.InternalIP[0]) {
+				victim = n.Name
+				break
+			}
+		}
+		if err := st.SetNodeReady(ctxT(t), victim, false); err != nil {
+			t.Fatal(err)
+		}
+		want := expectedNodeAddresses(t, "shop", "web")
+		took := within(t, quick, "web.shop.example.org", want...)
+		t.Logf("%s NotReady: its address left the answer after %v", victim, took.Round(time.Millisecond))
+		if err := st.SetNodeReady(ctxT(t), victim, true); err != nil {
+			t.Fatal(err)
+		}
+		within(t, quick, "web.shop.example.org", before...)
+	})
+	t.Run("node address annotation", func(t *testing.T) {
+		before := expectedNodeAddresses(t, "shop", "web")
+		var target string
+		for _, n := range nodes {
+			if slices.Contains(before, n.InternalIP[0]) {
+				target = n.Name
+				break
+			}
+		}
+		annotateNode(t, target, `{"metadata":{"annotations":{"skylb.io/address":"198.51.100.7"}}}`)
+		want := expectedNodeAddresses(t, "shop", "web")
+		if !slices.Contains(want, "198.51.100.7") {
+			t.Fatalf("expected answer %q lacks the override", want)
+		}
+		within(t, quick, "web.shop.example.org", want...)
+		annotateNode(t, target, `{"metadata":{"annotations":{"skylb.io/address":null}}}`)
+		within(t, quick, "web.shop.example.org", before...)
+	})
+	t.Run("deleted", func(t *testing.T) {
+		if err := st.Kube.CoreV1().Services("shop").Delete(ctxT(t), "web", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		took := within(t, quick, "web.shop.example.org")
+		within(t, quick, "www.example.org")
+		t.Logf("deleted Service answered NXDOMAIN after %v", took.Round(time.Millisecond))
+	})
+}
+
+func annotateNode(t *testing.T, name, patch string) {
+	t.Helper()
+	if _, err := st.Kube.CoreV1().Nodes().Patch(ctxT(t), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patch node %s: %v", name, err)
+	}
+}
+
+// metallb creates a Service of another load-balancer class whose status the
+// test writes, the way MetalLB would.
+func metallb(t *testing.T, ns, name string, ingress []corev1.LoadBalancerIngress, opts ...svcOpt) {
+	t.Helper()
+	class := "metallb.io/metallb"
+	opts = append([]svcOpt{func(s *corev1.Service) { s.Spec.LoadBalancerClass = &class }}, opts...)
+	svc := lbService(t, ns, name, opts...)
+	svc.Status.LoadBalancer.Ingress = ingress
+	if _, err := st.Kube.CoreV1().Services(ns).UpdateStatus(ctxT(t), svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("write status of %s/%s: %v", ns, name, err)
+	}
+}
+
+func TestOtherImplementationsAreReadOnly(t *testing.T) {
+	namespace(t, "legacy")
+	metallb(t, "legacy", "db", []corev1.LoadBalancerIngress{{IP: "203.0.113.10"}, {IP: "2001:db8::10"}},
+		annotate("external-dns.alpha.kubernetes.io/hostname", "db.example.org"))
+	within(t, quick, "db.legacy.example.org", "203.0.113.10", "2001:db8::10")
+	within(t, quick, "db.example.org", "203.0.113.10", "2001:db8::10")
+	if _, aaaa, err := answer("db.example.org", dns.TypeAAAA); err != nil || !slices.Equal(aaaa, []string{"2001:db8::10"}) {
+		t.Errorf("AAAA db.example.org = %q, %v; want [2001:db8::10]", aaaa, err)
+	}
+	time.Sleep(time.Second)
+	if got := externalIPs(t, "legacy", "db"); !slices.Equal(got, []string{"203.0.113.10", "2001:db8::10"}) {
+		t.Errorf("skylb changed the status of another implementation's Service: %q", got)
+	}
+
+	t.Run("CNAME", func(t *testing.T) {
+		// Resolvers ask for addresses and follow the CNAME in the answer.
+		// (CoreDNS's etcd plugin answers a query of type CNAME only from a key
+		// at the name itself, where skylb stores nothing.)
+		metallb(t, "legacy", "cdn", []corev1.LoadBalancerIngress{{Hostname: "lb.provider.example.net"}})
+		eventually(t, quick, "A cdn.legacy.example.org gives the CNAME", func() (bool, string) {
+			_, got, err := answer("cdn.legacy.example.org", dns.TypeA)
+			return err == nil && slices.Equal(got, []string{"CNAME lb.provider.example.net"}), fmt.Sprintf("%q %v", got, err)
+		})
+	})
+}
+
+func TestIngressHosts(t *testing.T) {
+	namespace(t, "store")
+	ing := ingress("store", "front", []string{"front.example.org", "*.example.org"}, []string{"secure.example.org"})
+	created, err := st.Kube.NetworkingV1().Ingresses("store").Create(ctxT(t), ing, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status.LoadBalancer.Ingress = ingressStatus("203.0.113.20")
+	if _, err := st.Kube.NetworkingV1().Ingresses("store").UpdateStatus(ctxT(t), created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	within(t, quick, "front.example.org", "203.0.113.20")
+	within(t, quick, "secure.example.org", "203.0.113.20")
+	expectEvent(t, "store", "front", "InvalidHostname", "*.example.org")
+}
+
+func expectEvent(t *testing.T, ns, object, reason, text string) {
+	t.Helper()
+	eventually(t, 10*time.Second, "event "+reason+" on "+ns+"/"+object, func() (bool, string) {
+		evs, err := st.Kube.CoreV1().Events(ns).List(ctxT(t), metav1.ListOptions{FieldSelector: "involvedObject.name=" + object})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range evs.Items {
+			if e.Reason == reason && strings.Contains(e.Message, text) {
+				return true, ""
+			}
+			seen = append(seen, e.Reason+": "+e.Message)
+		}
+		return false, fmt.Sprintf("events: %q", seen)
+	})
+}
+
+func TestHostnameClaimedByTwoNamespaces(t *testing.T) {
+	namespace(t, "team-a")
+	namespace(t, "team-b")
+	metallb(t, "team-a", "app", []corev1.LoadBalancerIngress{{IP: "203.0.113.31"}}, annotate("skylb.io/hostname", "app.example.org"))
+	within(t, quick, "app.example.org", "203.0.113.31")
+	metallb(t, "team-b", "app", []corev1.LoadBalancerIngress{{IP: "203.0.113.32"}}, annotate("skylb.io/hostname", "app.example.org,api.app.example.org"))
+	expectEvent(t, "team-b", "app", "HostnameConflict", "app.example.org")
+	within(t, quick, "app.team-b.example.org", "203.0.113.32")
+	within(t, quick, "app.example.org", "203.0.113.31")
+	within(t, quick, "api.app.example.org")
+}

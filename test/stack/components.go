@@ -1,0 +1,328 @@
+package stack
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Controllers are the kube-controller-manager controllers the stack runs.
+// Deliberately absent: node-lifecycle-controller (there are no kubelet
+// heartbeats, so it would mark every Node NotReady and evict its Pods),
+// node-ipam-controller (CreateNodes sets PodCIDRs), and the controllers of
+// workloads and volumes nothing here uses.
+var Controllers = []string{
+	"clusterrole-aggregation-controller",
+	"deployment-controller",
+	"endpointslice-controller",
+	"garbage-collector-controller",
+	"namespace-controller",
+	"replicaset-controller",
+	"root-ca-certificate-publisher-controller",
+	"serviceaccount-controller",
+	"serviceaccount-token-controller",
+}
+
+// serviceCIDR is the Service cluster IP range of the API server.
+const serviceCIDR = "10.96.0.0/16"
+
+// componentSpec is how to run one of the stack's processes.
+type componentSpec struct {
+	path string
+	args []string
+	env  []string
+}
+
+// component returns the command line of one of the stack's own processes.
+func (s *Stack) component(name string) (componentSpec, error) {
+	p := s.Ports
+	kube := s.kubeDir()
+	switch name {
+	case "etcd":
+		// etcd/run-etcd.sh holds the mutual-TLS flags (etcd/etcd.flags).
+		return componentSpec{
+			path: "/bin/bash",
+			args: []string{filepath.Join(s.Root, "etcd", "run-etcd.sh"), s.Certs, filepath.Join(s.Dir, "etcd-data"),
+				s.EtcdURL, fmt.Sprintf("https://127.0.0.1:%d", p.EtcdPeer), "--log-level=warn"},
+			env: []string{"SKYLB_ETCD=" + s.bin("etcd")},
+		}, nil
+	case "kube-etcd":
+		peer := fmt.Sprintf("http://127.0.0.1:%d", p.KubeEtcdPeer)
+		return componentSpec{path: s.bin("etcd"), args: []string{
+			"--name=kube",
+			"--data-dir=" + filepath.Join(kube, "etcd-data"),
+			"--listen-client-urls=" + s.KubeEtcdURL,
+			"--advertise-client-urls=" + s.KubeEtcdURL,
+			"--listen-peer-urls=" + peer,
+			"--initial-advertise-peer-urls=" + peer,
+			"--initial-cluster=kube=" + peer,
+			"--log-level=warn",
+		}}, nil
+	case "kube-apiserver":
+		// The admission plugins are the defaults: nothing here needs one
+		// disabled. (TaintNodesByCondition gives new Nodes the not-ready
+		// taint; CreateNodes removes it, as the node-lifecycle controller
+		// would once the Node is Ready.)
+		return componentSpec{path: s.bin("kube-apiserver"), args: []string{
+			"--etcd-servers=" + s.KubeEtcdURL,
+			"--bind-address=127.0.0.1",
+			"--advertise-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(p.APIServer),
+			"--cert-dir=" + filepath.Join(kube, "certs"),
+			"--service-cluster-ip-range=" + serviceCIDR,
+			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file=" + filepath.Join(kube, "sa.pub"),
+			"--service-account-signing-key-file=" + filepath.Join(kube, "sa.key"),
+			"--authorization-mode=RBAC",
+			"--token-auth-file=" + filepath.Join(kube, "tokens.csv"),
+			"--endpoint-reconciler-type=none",
+			"--profiling=false",
+			"--v=1",
+		}}, nil
+	case "kube-controller-manager":
+		return componentSpec{path: s.bin("kube-controller-manager"), args: []string{
+			"--kubeconfig=" + s.Kubeconfig,
+			"--authentication-kubeconfig=" + s.Kubeconfig,
+			"--authorization-kubeconfig=" + s.Kubeconfig,
+			"--authentication-skip-lookup=true",
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(p.ControllerManager),
+			"--cert-dir=" + filepath.Join(kube, "kcm-certs"),
+			"--service-account-private-key-file=" + filepath.Join(kube, "sa.key"),
+			"--root-ca-file=" + filepath.Join(kube, "certs", "apiserver.crt"),
+			"--service-cluster-ip-range=" + serviceCIDR,
+			"--flex-volume-plugin-dir=" + filepath.Join(kube, "flexvolume"),
+			"--controllers=" + strings.Join(Controllers, ","),
+			"--leader-elect=false",
+			"--profiling=false",
+			"--v=1",
+		}}, nil
+	case "coredns":
+		return componentSpec{
+			path: s.bin("coredns"),
+			args: []string{"-conf", s.Corefile},
+			env: []string{
+				"SKYLB_DNS_ZONE=" + s.Zone,
+				"SKYLB_DNS_BIND=127.0.0.1",
+				"SKYLB_DNS_PORT=" + strconv.Itoa(p.DNS),
+				"SKYLB_DNS_CACHE_TTL=" + strconv.Itoa(s.CacheTTL),
+				"SKYLB_ETCD_ENDPOINT=" + s.EtcdURL,
+				"SKYLB_ETCD_CERT=" + filepath.Join(s.Certs, "coredns.crt"),
+				"SKYLB_ETCD_KEY=" + filepath.Join(s.Certs, "coredns.key"),
+				"SKYLB_ETCD_CA=" + filepath.Join(s.Certs, "ca.crt"),
+				fmt.Sprintf("SKYLB_HEALTH_ADDR=127.0.0.1:%d", p.DNSHealth),
+				fmt.Sprintf("SKYLB_READY_ADDR=127.0.0.1:%d", p.DNSReady),
+				fmt.Sprintf("SKYLB_METRICS_ADDR=127.0.0.1:%d", p.DNSMetrics),
+			},
+		}, nil
+	}
+	return componentSpec{}, fmt.Errorf("stack: unknown component %q", name)
+}
+
+// readiness returns the check that the named process serves, or nil for
+// processes without one (skylb, StartProcess).
+func (s *Stack) readiness(name string) func(context.Context) error {
+	switch name {
+	case "etcd":
+		return func(ctx context.Context) error {
+			c, err := s.EtcdClient("root")
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			_, err = c.Status(ctx, s.EtcdURL)
+			return err
+		}
+	case "kube-etcd":
+		return func(ctx context.Context) error {
+			body, err := httpGet(ctx, http.DefaultClient, s.KubeEtcdURL+"/health", "")
+			if err == nil && !strings.Contains(body, `"health":"true"`) {
+				err = fmt.Errorf("/health: %s", body)
+			}
+			return err
+		}
+	case "kube-apiserver":
+		return func(ctx context.Context) error {
+			c, err := tlsClient(filepath.Join(s.kubeDir(), "certs", "apiserver.crt"))
+			if err != nil {
+				return err
+			}
+			_, err = httpGet(ctx, c, s.APIServerURL+"/readyz", s.token())
+			return err
+		}
+	case "kube-controller-manager":
+		return func(ctx context.Context) error {
+			c, err := tlsClient(filepath.Join(s.kubeDir(), "kcm-certs", "kube-controller-manager.crt"))
+			if err != nil {
+				return err
+			}
+			if _, err := httpGet(ctx, c, fmt.Sprintf("https://127.0.0.1:%d/healthz", s.Ports.ControllerManager), ""); err != nil {
+				return err
+			}
+			// The service-account controller at work: Pods can be created.
+			_, err = s.Kube.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+			return err
+		}
+	case "coredns":
+		return func(ctx context.Context) error {
+			_, err := httpGet(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/ready", s.Ports.DNSReady), "")
+			return err
+		}
+	}
+	return nil
+}
+
+// httpGet fetches url and fails unless the status is 200.
+func httpGet(ctx context.Context, c *http.Client, url, bearer string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return string(b), fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(b)))
+	}
+	return string(b), nil
+}
+
+// tlsClient returns an HTTPS client trusting the (self-signed) certificate in
+// caFile, which the server writes when it starts.
+func tlsClient(caFile string) (*http.Client, error) {
+	pemBytes, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemBytes) {
+		return nil, fmt.Errorf("%s: no certificate", caFile)
+	}
+	return &http.Client{Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		DisableKeepAlives: true,
+	}}, nil
+}
+
+// --- Kubernetes credentials ---------------------------------------------------
+
+// token returns the admin bearer token of tokens.csv.
+func (s *Stack) token() string {
+	b, err := os.ReadFile(filepath.Join(s.kubeDir(), "tokens.csv"))
+	if err != nil {
+		return ""
+	}
+	tok, _, _ := strings.Cut(string(b), ",")
+	return tok
+}
+
+// writeKubeFiles creates, unless present, the service-account signing key,
+// the static admin token and the admin kubeconfig.
+func (s *Stack) writeKubeFiles() error {
+	dir := s.kubeDir()
+	keyPath, pubPath := filepath.Join(dir, "sa.key"), filepath.Join(dir, "sa.pub")
+	if _, err := os.Stat(keyPath); err != nil {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return err
+		}
+		der, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			return err
+		}
+		pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+			return err
+		}
+	}
+	tokens := filepath.Join(dir, "tokens.csv")
+	if s.token() == "" {
+		b := make([]byte, 24)
+		if _, err := rand.Read(b); err != nil {
+			return err
+		}
+		if err := os.WriteFile(tokens, []byte(hex.EncodeToString(b)+",admin,admin,system:masters\n"), 0o600); err != nil {
+			return err
+		}
+	}
+	kubeconfig := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: %s
+    certificate-authority: %s
+users:
+- name: admin
+  user:
+    token: %s
+contexts:
+- name: local
+  context:
+    cluster: local
+    user: admin
+current-context: local
+`, s.APIServerURL, filepath.Join(dir, "certs", "apiserver.crt"), s.token())
+	return os.WriteFile(s.Kubeconfig, []byte(kubeconfig), 0o600)
+}
+
+// --- etcd ---------------------------------------------------------------------
+
+// EtcdClient returns a client of the DNS etcd authenticated by the client
+// certificate of user "skylb", "coredns" or "root" (mutual TLS; etcd takes the
+// certificate's CN as the user). The caller closes it.
+func (s *Stack) EtcdClient(user string) (*clientv3.Client, error) {
+	switch user {
+	case "skylb", "coredns", "root":
+	default:
+		return nil, fmt.Errorf("stack: no etcd certificate for user %q (skylb, coredns or root)", user)
+	}
+	cert, err := tls.LoadX509KeyPair(filepath.Join(s.Certs, user+".crt"), filepath.Join(s.Certs, user+".key"))
+	if err != nil {
+		return nil, err
+	}
+	caPEM, err := os.ReadFile(filepath.Join(s.Certs, "ca.crt"))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, errors.New("stack: no certificate in ca.crt")
+	}
+	return clientv3.New(clientv3.Config{
+		Endpoints:   []string{s.EtcdURL},
+		DialTimeout: 2 * time.Second,
+		TLS:         &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12},
+		Logger:      zap.NewNop(),
+	})
+}
