@@ -25,6 +25,20 @@ go vet ./...
 step "unit and integration tests"
 go test -race -count=1 -timeout 15m ./ ./internal/...
 
+step "fuzzing the parsers and mappers (${FUZZTIME:=10s} each)"
+# Every fuzz target in the tree, each for a bounded time; a failure leaves its
+# input under the package's testdata/fuzz for go test to replay.
+grep -rl --include='*_test.go' '^func Fuzz' internal | while read -r file; do
+	pkg=./$(dirname "$file")
+	for target in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | cut -d' ' -f2); do
+		echo "fuzz $pkg $target"
+		if ! out=$(go test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" "$pkg" 2>&1); then
+			echo "$out"
+			exit 1
+		fi
+	done
+done
+
 step "end-to-end tests on the local stack"
 # One package at a time: each starts its own stack.
 go test -count=1 -p 1 -timeout 20m ./test/...
