@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -268,20 +267,7 @@ func namespace(t *testing.T, name string) {
 // deploy creates a Deployment whose pods the simulated kubelet runs, pinned to nodes.
 func deploy(t *testing.T, ns, name string, replicas int32, onNode string) {
 	t.Helper()
-	labels := map[string]string{"app": name}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "web", Image: "nginx", Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
-				}}},
-			},
-		},
-	}
+	d := stack.Deployment(ns, name, replicas, 8080)
 	if onNode != "" {
 		d.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": onNode}
 	}

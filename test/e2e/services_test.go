@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/skylb/skylb/test/stack"
 )
 
 // expectedNodeAddresses computes, from the cluster's own state, the answer
@@ -24,14 +26,14 @@ func expectedNodeAddresses(t *testing.T, ns, app string) []string {
 	}
 	var out []string
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || !podReady(&p) {
+		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || !stack.PodReady(&p.Status) {
 			continue
 		}
 		n, err := st.Kube.CoreV1().Nodes().Get(ctxT(t), p.Spec.NodeName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !nodeReady(n) {
+		if !stack.NodeReady(n) {
 			continue
 		}
 		addr := n.Annotations["skylb.io/address"]
@@ -48,24 +50,6 @@ func expectedNodeAddresses(t *testing.T, ns, app string) []string {
 	return out
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // follow waits until the cluster has replicas ready pods of app and CoreDNS
 // answers name with exactly the addresses of their nodes, and the Service's
 // EXTERNAL-IP shows the same addresses.
@@ -77,7 +61,7 @@ func follow(t *testing.T, limit time.Duration, ns, app, name string, replicas in
 		pods, _ := st.Kube.CoreV1().Pods(ns).List(ctxT(t), metav1.ListOptions{LabelSelector: "app=" + app})
 		ready := 0
 		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && podReady(&p) {
+			if p.DeletionTimestamp == nil && stack.PodReady(&p.Status) {
 				ready++
 			}
 		}

@@ -30,7 +30,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -235,20 +234,8 @@ func createDemo(ctx context.Context, s *stack.Stack) error {
 			return err
 		}},
 		{"deployment web", func() error {
-			_, err := kube.AppsV1().Deployments(namespace).Create(ctx, &appsv1.Deployment{
-				ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: labels},
-				Spec: appsv1.DeploymentSpec{
-					Replicas: &replicas,
-					Selector: &metav1.LabelSelector{MatchLabels: labels},
-					Template: corev1.PodTemplateSpec{
-						ObjectMeta: metav1.ObjectMeta{Labels: labels},
-						Spec: corev1.PodSpec{Containers: []corev1.Container{{
-							Name: "nginx", Image: "nginx:1.27",
-							Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 80}},
-						}}},
-					},
-				},
-			}, metav1.CreateOptions{})
+			_, err := kube.AppsV1().Deployments(namespace).Create(ctx,
+				stack.Deployment(namespace, "web", replicas, 80), metav1.CreateOptions{})
 			return err
 		}},
 		{"service web", func() error {

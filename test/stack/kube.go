@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"fmt"
+	appsv1 "k8s.io/api/apps/v1"
 	"net"
 	"slices"
 	"sort"
@@ -220,4 +221,24 @@ func (s *Stack) LookupA(ctx context.Context, name string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// Deployment returns a Deployment of replicas Pods labelled app=<name>, each
+// with one container listening on port, for the simulated kubelet to run.
+func Deployment(namespace, name string, replicas, port int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: name, Image: "nginx:1.27",
+					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: port}},
+				}}},
+			},
+		},
+	}
 }

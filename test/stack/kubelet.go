@@ -245,7 +245,7 @@ func (k *Kubelet) candidates(pod *corev1.Pod) []string {
 	var out []string
 	for _, name := range names {
 		node, err := k.nodeList.Get(name)
-		if err != nil || node.Spec.Unschedulable || node.DeletionTimestamp != nil || !nodeReady(node) {
+		if err != nil || node.Spec.Unschedulable || node.DeletionTimestamp != nil || !NodeReady(node) {
 			continue
 		}
 		if want != "" && node.Labels[corev1.LabelHostname] != want && node.Name != want {
@@ -256,7 +256,8 @@ func (k *Kubelet) candidates(pod *corev1.Pod) []string {
 	return out
 }
 
-func nodeReady(node *corev1.Node) bool {
+// NodeReady reports whether a Node's Ready condition is True.
+func NodeReady(node *corev1.Node) bool {
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue
@@ -365,13 +366,14 @@ func (k *Kubelet) run(ctx context.Context, pod *corev1.Pod) error {
 	if _, err := k.kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
 		return err
 	}
-	if pod.Status.Phase != corev1.PodRunning || podReady(&pod.Status) != ready {
+	if pod.Status.Phase != corev1.PodRunning || PodReady(&pod.Status) != ready {
 		k.logf("kubelet: pod %s/%s on %s running, ip %s, ready %t", pod.Namespace, pod.Name, node.Name, status.PodIP, ready)
 	}
 	return nil
 }
 
-func podReady(st *corev1.PodStatus) bool {
+// PodReady reports whether a Pod's Ready condition is True.
+func PodReady(st *corev1.PodStatus) bool {
 	for _, c := range st.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue

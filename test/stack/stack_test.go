@@ -13,7 +13,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -191,19 +190,7 @@ func createDemo(ctx context.Context, t *testing.T, s *Stack, replicas int32) {
 		t.Fatal(err)
 	}
 	labels := map[string]string{"app": "web"}
-	_, err := s.Kube.AppsV1().Deployments("demo").Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "web", Image: "nginx:1.27", Ports: []corev1.ContainerPort{{ContainerPort: 80}},
-				}}},
-			},
-		},
-	}, metav1.CreateOptions{})
+	_, err := s.Kube.AppsV1().Deployments("demo").Create(ctx, Deployment("demo", "web", replicas, 80), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
