@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the local stack and its smoke test need:
+# Installs the Debian packages the local stack and its tests need:
 # dig (bind9-dnsutils) and openssl. Runs `apt-get update` only when a package
 # is actually missing. Works as root, or through sudo when it is available.
 set -euo pipefail
