@@ -152,6 +152,31 @@ func TestServiceFollowsPodsAndNodes(t *testing.T) {
 		annotateNode(t, target, `{"metadata":{"annotations":{"skylb.io/address":null}}}`)
 		within(t, quick, "web.shop.example.org", before...)
 	})
+	t.Run("no longer a LoadBalancer", func(t *testing.T) {
+		before := expectedNodeAddresses(t, "shop", "web")
+		setType := func(typ corev1.ServiceType) {
+			svc, err := st.Kube.CoreV1().Services("shop").Get(ctxT(t), "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc.Spec.Type = typ
+			if _, err := st.Kube.CoreV1().Services("shop").Update(ctxT(t), svc, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setType(corev1.ServiceTypeNodePort)
+		within(t, quick, "web.shop.example.org")
+		eventually(t, quick, "skylb clears the status it wrote", func() (bool, string) {
+			ext := externalIPs(t, "shop", "web")
+			return len(ext) == 0, fmt.Sprintf("EXTERNAL-IP %q", ext)
+		})
+		setType(corev1.ServiceTypeLoadBalancer)
+		within(t, quick, "web.shop.example.org", before...)
+		eventually(t, quick, "skylb writes the status again", func() (bool, string) {
+			ext := externalIPs(t, "shop", "web")
+			return slices.Equal(ext, before), fmt.Sprintf("EXTERNAL-IP %q", ext)
+		})
+	})
 	t.Run("deleted", func(t *testing.T) {
 		if err := st.Kube.CoreV1().Services("shop").Delete(ctxT(t), "web", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
