@@ -15,12 +15,32 @@
 # matching their key, not expiring within CERT_RENEW_DAYS, and for server/peer
 # carrying all expected names). --force regenerates everything.
 #
-# Usage: scripts/gen-certs.sh [--force] DIR
+# --secrets OUTDIR also writes the certificates as Kubernetes Secret manifests
+# (type kubernetes.io/tls with the keys ca.crt, tls.crt and tls.key, the layout
+# cert-manager writes), one file per namespace, mode 0600, for
+# "kubectl apply -f OUTDIR/FILE" once the namespace exists:
+#
+#   OUTDIR/skylb-dns.yaml      etcd-server, etcd-peer, etcd-root-client
+#                              (root: the RBAC bootstrap Job)
+#   OUTDIR/skylb-coredns.yaml  coredns-etcd-client
+#   OUTDIR/skylb.yaml          skylb-etcd-client
+#
+# A file is rewritten only when its content changes.
+#
+# Usage: scripts/gen-certs.sh [--force] [--secrets OUTDIR] DIR
+# Env:   SKYLB_DNS_NAMESPACE (etcd, default skylb-dns),
+#        SKYLB_COREDNS_NAMESPACE (CoreDNS, default skylb-coredns),
+#        SKYLB_NAMESPACE (skylb, default skylb),
+#        SKYLB_ETCD_SERVICE, SKYLB_ETCD_CLIENT_SERVICE (the headless peer
+#        Service and the client Service of etcd, default etcd and etcd-client).
 set -euo pipefail
 
-# Kubernetes namespace and Service name of the in-cluster etcd.
+# Kubernetes namespaces, and the Service names of the in-cluster etcd.
 NAMESPACE=${SKYLB_DNS_NAMESPACE:-skylb-dns}
+COREDNS_NAMESPACE=${SKYLB_COREDNS_NAMESPACE:-skylb-coredns}
+SKYLB_NAMESPACE=${SKYLB_NAMESPACE:-skylb}
 SERVICE=${SKYLB_ETCD_SERVICE:-etcd}
+CLIENT_SERVICE=${SKYLB_ETCD_CLIENT_SERVICE:-etcd-client}
 
 CA_DAYS=${CA_DAYS:-3650}
 CERT_DAYS=${CERT_DAYS:-825}
@@ -28,27 +48,49 @@ CERT_RENEW_DAYS=${CERT_RENEW_DAYS:-30}
 CLIENTS=(skylb coredns root)
 
 usage() {
-	echo "usage: $0 [--force] DIR" >&2
+	echo "usage: $0 [--force] [--secrets OUTDIR] DIR" >&2
 	exit 2
 }
 
 force=false
 dir=
-for arg in "$@"; do
-	case $arg in
+secrets=
+while [ $# -gt 0 ]; do
+	case $1 in
 	--force) force=true ;;
+	--secrets)
+		[ $# -ge 2 ] && [ -n "$2" ] || usage
+		secrets=$2
+		shift
+		;;
+	--secrets=*)
+		secrets=${1#--secrets=}
+		[ -n "$secrets" ] || usage
+		;;
 	-h | --help) usage ;;
 	-*) usage ;;
-	*) [ -z "$dir" ] || usage; dir=$arg ;;
+	*) [ -z "$dir" ] || usage; dir=$1 ;;
 	esac
+	shift
 done
 [ -n "$dir" ] || usage
+if [ -n "$secrets" ]; then
+	mkdir -p "$secrets"
+	secrets=$(cd "$secrets" && pwd)
+fi
 mkdir -p "$dir"
 cd "$dir"
 
-# DNS and IP names of the etcd server and peer certificates.
+# DNS and IP names of the etcd server and peer certificates: the client
+# Service (what skylb, CoreDNS and the RBAC bootstrap Job dial), the headless
+# Service and its members (etcd-0.etcd.skylb-dns.svc, ...: peers and the
+# members' advertised client URLs), and loopback for the local stack.
 SAN_DNS=(
 	localhost
+	"$CLIENT_SERVICE"
+	"$CLIENT_SERVICE.$NAMESPACE"
+	"$CLIENT_SERVICE.$NAMESPACE.svc"
+	"$CLIENT_SERVICE.$NAMESPACE.svc.cluster.local"
 	"$SERVICE"
 	"$SERVICE.$NAMESPACE"
 	"$SERVICE.$NAMESPACE.svc"
@@ -156,3 +198,61 @@ done
 
 chmod 0600 ./*.key
 echo "gen-certs: certificates ready in $(pwd)"
+
+# --- Secret manifests (--secrets) ----------------------------------------------
+
+# b64 FILE: FILE in base64 on one line (openssl, which is needed anyway, rather
+# than base64, whose flags differ between GNU and BSD).
+b64() { openssl base64 -A -in "$1"; }
+
+# secret NAME NAMESPACE CERT: a Secret of type kubernetes.io/tls holding
+# ca.crt, CERT.crt as tls.crt and CERT.key as tls.key.
+secret() {
+	cat <<-EOF
+		---
+		apiVersion: v1
+		kind: Secret
+		metadata:
+		  name: $1
+		  namespace: $2
+		  labels:
+		    app.kubernetes.io/part-of: skylb
+		type: kubernetes.io/tls
+		data:
+		  ca.crt: $(b64 ca.crt)
+		  tls.crt: $(b64 "$3.crt")
+		  tls.key: $(b64 "$3.key")
+	EOF
+}
+
+# write_secrets FILE [NAME NAMESPACE CERT]...: writes the Secrets to
+# $secrets/FILE, mode 0600, unless it holds exactly that already.
+write_secrets() {
+	local file=$secrets/$1 tmp
+	shift
+	tmp=$(umask 077 && mktemp "$file.XXXXXX")
+	{
+		echo "# Written by scripts/gen-certs.sh. Private keys: keep out of Git."
+		while [ $# -gt 0 ]; do
+			secret "$1" "$2" "$3"
+			shift 3
+		done
+	} >"$tmp"
+	if cmp -s "$tmp" "$file"; then
+		rm -f "$tmp"
+		echo "gen-certs: $file is up to date"
+	else
+		chmod 0600 "$tmp"
+		mv -f "$tmp" "$file"
+		echo "gen-certs: wrote $file"
+	fi
+}
+
+if [ -n "$secrets" ]; then
+	write_secrets "$NAMESPACE.yaml" \
+		etcd-server "$NAMESPACE" server \
+		etcd-peer "$NAMESPACE" peer \
+		etcd-root-client "$NAMESPACE" root
+	write_secrets "$COREDNS_NAMESPACE.yaml" coredns-etcd-client "$COREDNS_NAMESPACE" coredns
+	write_secrets "$SKYLB_NAMESPACE.yaml" skylb-etcd-client "$SKYLB_NAMESPACE" skylb
+fi

@@ -1,0 +1,25 @@
+# skylb's container image:
+#   docker build --build-arg VERSION=$(git describe --tags --always --dirty) -t ghcr.io/skylb/skylb:dev .
+# A static binary (no cgo) on distroless "static", running as the non-root user
+# 65532. Multi-platform builds (docker buildx --platform linux/amd64,linux/arm64)
+# cross-compile on the build machine.
+
+FROM --platform=$BUILDPLATFORM golang:1.26 AS build
+WORKDIR /src
+# Modules first, so that a source change does not download them again.
+COPY go.mod go.sum ./
+RUN go mod download
+COPY *.go ./
+COPY internal/ internal/
+ARG TARGETOS=linux
+ARG TARGETARCH=amd64
+ARG VERSION=dev
+RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
+	go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/skylb . && \
+	if [ "$TARGETOS/$TARGETARCH" = "$(go env GOHOSTOS)/$(go env GOHOSTARCH)" ]; then /out/skylb --version; fi
+
+FROM gcr.io/distroless/static:nonroot
+COPY --from=build /out/skylb /skylb
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["/skylb"]
