@@ -1,0 +1,267 @@
+package health
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Target is one address to probe with one Spec.
+type Target struct {
+	Addr netip.Addr
+	Port int
+	Spec Spec
+}
+
+// String names the target for logs and metrics.
+func (t Target) String() string { return net.JoinHostPort(t.Addr.String(), strconv.Itoa(t.Port)) }
+
+// Change is a target changing state.
+type Change struct {
+	Target  Target
+	Healthy bool
+	Reason  string   // the last probe's error, for a target going down
+	Sources []string // the objects that want the target
+}
+
+// Result is the outcome of one probe, for metrics.
+type Result struct {
+	Target   Target
+	Duration time.Duration
+	Err      error
+}
+
+// Prober probes targets and keeps their state.
+type Prober struct {
+	sem      chan struct{}
+	onChange func(Change)
+	onResult func(Result)
+
+	mu      sync.Mutex
+	ctx     context.Context // set while running
+	targets map[Target]*state
+	wants   map[string][]Target // source -> targets
+}
+
+type state struct {
+	healthy   bool
+	successes int
+	failures  int
+	sources   map[string]struct{}
+	cancel    context.CancelFunc
+}
+
+// NewProber returns a Prober running at most workers probes at once. onChange
+// is called on every change of a target's state, onResult after every probe;
+// either may be nil.
+func NewProber(workers int, onChange func(Change), onResult func(Result)) *Prober {
+	return &Prober{
+		sem:      make(chan struct{}, max(1, workers)),
+		onChange: onChange,
+		onResult: onResult,
+		targets:  make(map[Target]*state),
+		wants:    make(map[string][]Target),
+	}
+}
+
+// Want replaces the targets one object wants probed. Targets no object wants
+// are no longer probed and are forgotten.
+func (p *Prober) Want(source string, targets []Target) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, t := range p.wants[source] {
+		if st := p.targets[t]; st != nil {
+			delete(st.sources, source)
+			if len(st.sources) == 0 {
+				if st.cancel != nil {
+					st.cancel()
+				}
+				delete(p.targets, t)
+			}
+		}
+	}
+	if len(targets) == 0 {
+		delete(p.wants, source)
+		return
+	}
+	p.wants[source] = targets
+	for _, t := range targets {
+		st := p.targets[t]
+		if st == nil {
+			st = &state{healthy: true, sources: make(map[string]struct{})}
+			p.targets[t] = st
+			if p.ctx != nil {
+				p.startLocked(t, st)
+			}
+		}
+		st.sources[source] = struct{}{}
+	}
+}
+
+// Healthy reports whether a target is healthy; a target never probed is.
+func (p *Prober) Healthy(t Target) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if st := p.targets[t]; st != nil {
+		return st.healthy
+	}
+	return true
+}
+
+// States returns the state of every target, for metrics.
+func (p *Prober) States() map[Target]bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[Target]bool, len(p.targets))
+	for t, st := range p.targets {
+		out[t] = st.healthy
+	}
+	return out
+}
+
+// Run probes every wanted target until ctx ends. Each run starts from every
+// target healthy.
+func (p *Prober) Run(ctx context.Context) {
+	p.mu.Lock()
+	p.ctx = ctx
+	for t, st := range p.targets {
+		st.healthy, st.successes, st.failures = true, 0, 0
+		p.startLocked(t, st)
+	}
+	p.mu.Unlock()
+	<-ctx.Done()
+	p.mu.Lock()
+	p.ctx = nil
+	for _, st := range p.targets {
+		if st.cancel != nil {
+			st.cancel()
+			st.cancel = nil
+		}
+	}
+	p.mu.Unlock()
+}
+
+func (p *Prober) startLocked(t Target, st *state) {
+	ctx, cancel := context.WithCancel(p.ctx)
+	st.cancel = cancel
+	go p.loop(ctx, t)
+}
+
+// loop probes one target at its interval, starting at a random point of the
+// first interval so that many targets do not probe in step.
+func (p *Prober) loop(ctx context.Context, t Target) {
+	delay := time.Duration(time.Now().UnixNano() % int64(t.Spec.Interval))
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case p.sem <- struct{}{}:
+		}
+		start := time.Now()
+		err := Probe(ctx, t)
+		<-p.sem
+		if ctx.Err() != nil {
+			return
+		}
+		if p.onResult != nil {
+			p.onResult(Result{Target: t, Duration: time.Since(start), Err: err})
+		}
+		p.record(ctx, t, err)
+		timer.Reset(t.Spec.Interval)
+	}
+}
+
+// record counts a result and reports a change of state after Threshold
+// consecutive results that disagree with it.
+func (p *Prober) record(ctx context.Context, t Target, err error) {
+	p.mu.Lock()
+	st := p.targets[t]
+	if st == nil || ctx.Err() != nil {
+		p.mu.Unlock()
+		return
+	}
+	var change *Change
+	if err == nil {
+		st.successes, st.failures = st.successes+1, 0
+		if !st.healthy && st.successes >= t.Spec.Threshold {
+			st.healthy = true
+			change = &Change{Target: t, Healthy: true}
+		}
+	} else {
+		st.failures, st.successes = st.failures+1, 0
+		if st.healthy && st.failures >= t.Spec.Threshold {
+			st.healthy = false
+			change = &Change{Target: t, Healthy: false, Reason: err.Error()}
+		}
+	}
+	if change != nil {
+		for s := range st.sources {
+			change.Sources = append(change.Sources, s)
+		}
+	}
+	p.mu.Unlock()
+	if change != nil && p.onChange != nil {
+		p.onChange(*change)
+	}
+}
+
+// Probe checks a target once.
+func Probe(ctx context.Context, t Target) error {
+	ctx, cancel := context.WithTimeout(ctx, t.Spec.Timeout)
+	defer cancel()
+	addr := t.String()
+	var d net.Dialer
+	switch t.Spec.Kind {
+	case TCP:
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	case HTTP, HTTPS:
+		client := &http.Client{
+			Transport: &http.Transport{
+				DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+					return d.DialContext(ctx, "tcp", addr)
+				},
+				// Backends behind a load-balanced name rarely carry a
+				// certificate for each address: do not verify.
+				TLSClientConfig:   &tls.Config{InsecureSkipVerify: true, ServerName: t.Spec.Host},
+				DisableKeepAlives: true,
+			},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, string(t.Spec.Kind)+"://"+addr+t.Spec.Path, nil)
+		if err != nil {
+			return err
+		}
+		if t.Spec.Host != "" {
+			req.Host = t.Spec.Host
+		}
+		req.Header.Set("User-Agent", "skylb-health-check")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode < t.Spec.StatusMin || resp.StatusCode > t.Spec.StatusMax {
+			return fmt.Errorf("status %d, want %d-%d", resp.StatusCode, t.Spec.StatusMin, t.Spec.StatusMax)
+		}
+		return nil
+	}
+	return errors.New("no check configured")
+}
