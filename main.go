@@ -52,6 +52,7 @@ type options struct {
 	maxDeleteRatio   float64
 	leaderElect      bool
 	leader           leader.Config
+	healthWorkers    int
 	dryRun           bool
 	once             bool
 	logLevel         string
@@ -94,6 +95,7 @@ func main() {
 	fs.DurationVar(&o.leader.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a leader's Lease lasts without renewal")
 	fs.DurationVar(&o.leader.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before it steps down")
 	fs.DurationVar(&o.leader.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
+	fs.IntVar(&o.healthWorkers, "health-workers", 32, "health probes running at once")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "compute and log every change; write nothing to etcd or to the Kubernetes API")
 	fs.BoolVar(&o.once, "once", false, "sync everything once, print a summary and exit")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -187,6 +189,9 @@ func (o *options) config() (app.Config, error) {
 	if o.maxAddresses < 1 {
 		return app.Config{}, fmt.Errorf("--max-addresses-per-name: must be at least 1")
 	}
+	if o.healthWorkers < 1 {
+		return app.Config{}, fmt.Errorf("--health-workers: must be at least 1")
+	}
 	if o.maxDeleteRatio <= 0 {
 		return app.Config{}, fmt.Errorf("--max-delete-ratio: must be greater than 0")
 	}
@@ -227,6 +232,7 @@ func (o *options) config() (app.Config, error) {
 		LeaderElect:    o.leaderElect,
 		Leader:         o.leader,
 		DryRun:         o.dryRun,
+		HealthWorkers:  o.healthWorkers,
 		Once:           o.once,
 		Summary:        os.Stdout,
 		Prefix:         strings.TrimRight(o.prefix, "/"),

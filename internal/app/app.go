@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +24,7 @@ import (
 
 	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
+	"github.com/skylb/skylb/internal/health"
 	"github.com/skylb/skylb/internal/leader"
 	"github.com/skylb/skylb/internal/metrics"
 	"github.com/skylb/skylb/internal/publish"
@@ -43,6 +47,9 @@ type Config struct {
 	// LeaderElect runs leader election: only the leader writes.
 	LeaderElect bool
 	Leader      leader.Config
+
+	// HealthWorkers bounds the health probes running at once.
+	HealthWorkers int
 
 	// DryRun computes and logs every change and writes nothing.
 	DryRun bool
@@ -86,7 +93,14 @@ func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, etcd *clien
 		ResyncInterval:   cfg.ResyncInterval,
 		DryRun:           cfg.DryRun,
 		ObserveReconcile: func(d time.Duration) { m.ReconcileDuration.Observe(d.Seconds()) },
-		Log:              cfg.Log.WithField("component", "controller"),
+		HealthWorkers:    cfg.HealthWorkers,
+		ObserveProbe: func(r health.Result) {
+			m.ProbeDuration.Observe(r.Duration.Seconds())
+			if r.Err != nil {
+				m.ProbeErrors.WithLabelValues(probeErrorReason(r.Err)).Inc()
+			}
+		},
+		Log: cfg.Log.WithField("component", "controller"),
 	}
 	if elector != nil {
 		ctrlCfg.Leading = elector.Leading
@@ -130,10 +144,19 @@ func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, etcd *clien
 			elector.Run(ctx, func(lctx context.Context) {
 				pub.SetActive(true)
 				ctrl.Resync()
+				// Only the leader probes; a new leader starts from healthy.
+				go ctrl.RunHealth(lctx)
 				<-lctx.Done()
 				// Finish the transaction in flight before leadership is released.
 				pub.SetActive(false)
 			})
+		}()
+	}
+	if elector == nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctrl.RunHealth(ctx)
 		}()
 	}
 	if cfg.Once {
@@ -233,6 +256,14 @@ func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *cont
 		}
 		return 0
 	})
+	m.Vec("skylb_address_healthy", "1 while an address passes its health check, by published name and address.", prometheus.GaugeValue,
+		[]string{"name", "address"}, func() map[string]float64 {
+			out := map[string]float64{}
+			for t, ok := range ctrl.HealthStates() {
+				out[t.Spec.Host+metrics.LabelSep+t.String()] = float64(boolInt(ok))
+			}
+			return out
+		})
 	m.Gauge("skylb_etcd_reachable", "1 while the connection to etcd is up.", func() float64 {
 		return float64(boolInt(pub.Reachable()))
 	})
@@ -243,4 +274,18 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// probeErrorReason sorts a failed probe for skylb_health_probe_errors_total.
+func probeErrorReason(err error) string {
+	var netErr net.Error
+	switch {
+	case errors.As(err, &netErr) && netErr.Timeout(), errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case strings.HasPrefix(err.Error(), "status "):
+		return "status"
+	}
+	return "other"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/skylb/skylb/internal/claim"
+	"github.com/skylb/skylb/internal/health"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
@@ -54,7 +56,11 @@ type Config struct {
 	DryRun bool
 	// ObserveReconcile, when set, is told how long each object's sync took.
 	ObserveReconcile func(time.Duration)
-	Log              logrus.FieldLogger
+	// HealthWorkers bounds the health probes running at once.
+	HealthWorkers int
+	// ObserveProbe, when set, is told the outcome of every health probe.
+	ObserveProbe func(health.Result)
+	Log          logrus.FieldLogger
 }
 
 // Controller turns Services and Ingresses into records.
@@ -82,6 +88,9 @@ type Controller struct {
 	observed   map[string]time.Time // key -> when a change to it was first seen, until synced
 
 	statusWrites atomic.Int64
+
+	prober *health.Prober
+	chosen map[string]netip.Addr // source -> the address exclusive mode publishes
 }
 
 // New returns a Controller reading from kube and writing to pub. Events go to recorder.
@@ -125,7 +134,9 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		conflict: make(map[string]map[string][]source.Problem),
 		reported: make(map[string][]source.Problem),
 		observed: make(map[string]time.Time),
+		chosen:   make(map[string]netip.Addr),
 	}
+	c.prober = health.NewProber(cfg.HealthWorkers, c.healthChanged, cfg.ObserveProbe)
 	c.handle(svcInformer.Informer(), source.KindService)
 	c.handle(ingInformer.Informer(), source.KindIngress)
 	c.handleSlices(sliceInformer.Informer())
@@ -419,6 +430,7 @@ func (c *Controller) sync(key string) error {
 	if err != nil {
 		return err
 	}
+	c.checkHealth(key, pub)
 	c.mu.Lock()
 	c.applyLocked(key, pub, observed)
 	c.mu.Unlock()

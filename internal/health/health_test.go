@@ -214,6 +214,11 @@ func TestProberStateChanges(t *testing.T) {
 	}
 	up.Store(false)
 	waitFor("unhealthy", func() bool { return !p.Healthy(tgt) })
+	// Wanting the same target again, as every sync of its object does, keeps its state.
+	p.Want("service/shop/web", []Target{tgt})
+	if p.Healthy(tgt) {
+		t.Fatalf("wanting a target again reset its state to healthy")
+	}
 	up.Store(true)
 	waitFor("healthy again", func() bool { return p.Healthy(tgt) })
 	mu.Lock()

@@ -71,12 +71,20 @@ func NewProber(workers int, onChange func(Change), onResult func(Result)) *Probe
 	}
 }
 
-// Want replaces the targets one object wants probed. Targets no object wants
-// are no longer probed and are forgotten.
+// Want replaces the targets one object wants probed. Targets that stay wanted
+// keep their state; targets no object wants any more are no longer probed and
+// are forgotten.
 func (p *Prober) Want(source string, targets []Target) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	keep := make(map[Target]bool, len(targets))
+	for _, t := range targets {
+		keep[t] = true
+	}
 	for _, t := range p.wants[source] {
+		if keep[t] {
+			continue
+		}
 		if st := p.targets[t]; st != nil {
 			delete(st.sources, source)
 			if len(st.sources) == 0 {

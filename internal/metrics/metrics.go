@@ -16,6 +16,8 @@ type Metrics struct {
 	Registry          *prometheus.Registry
 	ReconcileDuration prometheus.Histogram
 	Propagation       prometheus.Histogram
+	ProbeDuration     prometheus.Histogram
+	ProbeErrors       *prometheus.CounterVec
 }
 
 // New returns a registry with the histograms, skylb_build_info for version, and
@@ -34,11 +36,19 @@ func New(version string) *Metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}),
 	}
+	m.ProbeDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "skylb_health_probe_duration_seconds",
+		Help:    "Duration of health probes.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	})
+	m.ProbeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "skylb_health_probe_errors_total", Help: "Failed health probes by reason (timeout, refused, status, other).",
+	}, []string{"reason"})
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "skylb_build_info", Help: "Always 1; the labels say which skylb runs.",
 	}, []string{"version", "goversion"})
 	buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
-	m.Registry.MustRegister(m.ReconcileDuration, m.Propagation, buildInfo,
+	m.Registry.MustRegister(m.ReconcileDuration, m.Propagation, m.ProbeDuration, m.ProbeErrors, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -116,6 +116,28 @@ func (b *Builder) readyEndpoints(svc *corev1.Service) []discoveryv1.Endpoint {
 	return out
 }
 
+// targetPort returns the port the endpoints of a Service's first port listen
+// on, from its EndpointSlices, or 0.
+func (b *Builder) targetPort(svc *corev1.Service) int {
+	if b.listers.EndpointSlices == nil || len(svc.Spec.Ports) == 0 {
+		return 0
+	}
+	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name})
+	eps, err := b.listers.EndpointSlices.EndpointSlices(svc.Namespace).List(sel)
+	if err != nil {
+		return 0
+	}
+	want := svc.Spec.Ports[0].Name
+	for _, s := range eps {
+		for _, p := range s.Ports {
+			if p.Port != nil && (p.Name == nil && want == "" || p.Name != nil && *p.Name == want) {
+				return int(*p.Port)
+			}
+		}
+	}
+	return 0
+}
+
 // podAddresses returns the addresses of the ready endpoints.
 func (b *Builder) podAddresses(eps []discoveryv1.Endpoint) []netip.Addr {
 	var out []netip.Addr

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skylb/skylb/internal/dnsname"
+	"github.com/skylb/skylb/internal/health"
 )
 
 // Annotations read on Services and Ingresses.
@@ -118,6 +119,9 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 
 	implemented := b.Implements(svc)
 	p.Mode = b.mode(p, svc, implemented)
+	if len(svc.Spec.Ports) > 0 {
+		p.HealthPort = int(svc.Spec.Ports[0].Port)
+	}
 	switch p.Mode {
 	case ModeStatus:
 		for _, ing := range svc.Status.LoadBalancer.Ingress {
@@ -130,6 +134,9 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 			p.Addresses = b.nodeAddresses(eps)
 		} else {
 			p.Addresses = b.podAddresses(eps)
+			if port := b.targetPort(svc); port != 0 {
+				p.HealthPort = port
+			}
 		}
 		p.Addresses = keepFamilies(p.Addresses, svc.Spec.IPFamilies)
 		b.cfg.Filter.apply(p)
@@ -165,6 +172,10 @@ func (b *Builder) Ingress(ing *networkingv1.Ingress) *Publication {
 	p := b.newPublication(KindIngress, &ing.ObjectMeta, corev1.ObjectReference{
 		Kind: "Ingress", APIVersion: "networking.k8s.io/v1", Namespace: ing.Namespace, Name: ing.Name, UID: ing.UID,
 	})
+	p.HealthPort = 80
+	if p.Health.Kind == health.HTTPS {
+		p.HealthPort = 443
+	}
 	for _, rule := range ing.Spec.Rules {
 		if rule.Host != "" {
 			b.addName(p, rule.Host, false)
@@ -217,6 +228,15 @@ func (b *Builder) newPublication(kind string, meta *metav1.ObjectMeta, ref corev
 		Namespace: meta.Namespace,
 		Created:   meta.CreationTimestamp.Time,
 		TTL:       b.cfg.TTL,
+	}
+	var errs []error
+	p.Health, errs = health.Parse(meta.Annotations)
+	for _, err := range errs {
+		p.problem(ReasonInvalidAnnotation, "%v", err)
+	}
+	var err error
+	if p.Select, err = health.ParseMode(meta.Annotations); err != nil {
+		p.problem(ReasonInvalidAnnotation, "%v", err)
 	}
 	if ttl, key, err := annotatedTTL(meta.Annotations); err != nil {
 		p.problem(ReasonInvalidTTL, "annotation %s: %v; using %d seconds", key, err, b.cfg.TTL)

@@ -34,7 +34,7 @@ func diffPub(want, got *Publication) string {
 
 var pubOpts = cmp.Options{
 	cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
-	cmpopts.IgnoreFields(pubFields{}, "Ref", "Mode"),
+	cmpopts.IgnoreFields(pubFields{}, "Ref", "Mode", "Health", "HealthPort", "Select"),
 	cmpopts.IgnoreFields(Problem{}, "Message"),
 	cmpopts.EquateEmpty(),
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/skylb/skylb/internal/dnsname"
+	"github.com/skylb/skylb/internal/health"
 )
 
 // Kinds of object that publish names, as they appear in a source string.
@@ -30,6 +31,12 @@ type Publication struct {
 
 	// Mode is where the addresses came from.
 	Mode Mode
+	// Health says how Addresses are checked before publication, and
+	// HealthPort is the port to check when the Spec names none.
+	Health     health.Spec
+	HealthPort int
+	// Select is how many healthy addresses are published.
+	Select health.Mode
 	// WriteStatus says that skylb implements the Service and Status is the
 	// status.loadBalancer.ingress it should have.
 	WriteStatus bool
@@ -58,6 +65,7 @@ const (
 	ReasonHostnameConflict  = "HostnameConflict"
 	ReasonCNAMEIgnored      = "CNAMEIgnored"
 	ReasonNoEndpoints       = "NoEndpoints"
+	ReasonAllUnhealthy      = "AllAddressesUnhealthy"
 	ReasonInvalidAnnotation = "InvalidAnnotation"
 	ReasonAddressRefused    = "AddressRefused"
 	ReasonTooManyNames      = "TooManyNames"
@@ -76,7 +84,41 @@ func (p *Publication) Equal(q *Publication) bool {
 		p.TTL == q.TTL && p.Ref.UID == q.Ref.UID &&
 		slices.Equal(p.Names, q.Names) && slices.Equal(p.Addresses, q.Addresses) &&
 		slices.Equal(p.Targets, q.Targets) && slices.Equal(p.Problems, q.Problems) &&
-		p.Mode == q.Mode && p.WriteStatus == q.WriteStatus && StatusEqual(p.Status, q.Status)
+		p.Mode == q.Mode && p.WriteStatus == q.WriteStatus && StatusEqual(p.Status, q.Status) &&
+		p.Health == q.Health && p.HealthPort == q.HealthPort && p.Select == q.Select
+}
+
+// HealthTargets returns what to probe: every address with the health check's port.
+func (p *Publication) HealthTargets() []health.Target {
+	if p.Health.Kind == health.None || p.Health.Kind == "" {
+		return nil
+	}
+	port := p.Health.Port
+	if port == 0 {
+		port = p.HealthPort
+	}
+	spec := p.Health
+	if len(p.Names) > 0 {
+		spec.Host = p.Names[0].Name
+	}
+	out := make([]health.Target, 0, len(p.Addresses))
+	for _, a := range p.Addresses {
+		out = append(out, health.Target{Addr: a, Port: port, Spec: spec})
+	}
+	return out
+}
+
+// Keep narrows the addresses to those given (a subset, in order) and the status
+// skylb writes with them.
+func (p *Publication) Keep(addrs []netip.Addr) {
+	p.Addresses = addrs
+	if !p.WriteStatus || p.Mode != ModeNodes {
+		return
+	}
+	p.Status = []corev1.LoadBalancerIngress{}
+	for _, a := range addrs {
+		p.Status = append(p.Status, corev1.LoadBalancerIngress{IP: a.String(), IPMode: ptrTo(corev1.LoadBalancerIPModeVIP)})
+	}
 }
 
 // StatusEqual reports whether two load-balancer ingress lists say the same.
