@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -15,17 +16,20 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/skylb/skylb/internal/app"
+	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/etcdclient"
 	"github.com/skylb/skylb/internal/leader"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
+	"github.com/skylb/skylb/internal/zone"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -53,6 +57,9 @@ type options struct {
 	leaderElect      bool
 	leader           leader.Config
 	healthWorkers    int
+	nameservers      []string
+	nsSelector       string
+	printDelegation  bool
 	dryRun           bool
 	once             bool
 	logLevel         string
@@ -62,6 +69,49 @@ type options struct {
 
 func main() {
 	var o options
+	fs := flags(&o)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if err == pflag.ErrHelp {
+			return
+		}
+		fail(err)
+	}
+	if o.showVersion {
+		fmt.Println("skylb", version)
+		return
+	}
+	if o.printDelegation {
+		os.Exit(printDelegation(&o, os.Stdout, os.Stderr))
+	}
+	cfg, err := o.config()
+	if err != nil {
+		fail(err)
+	}
+	log := cfg.Log
+	routeKlog(log)
+	kube, err := kubeClient(o.kubeconfig)
+	if err != nil {
+		fail(fmt.Errorf("--kubeconfig: %w", err))
+	}
+	o.etcd.Log = log
+	etcd, err := etcdclient.New(o.etcd)
+	if err != nil {
+		fail(fmt.Errorf("etcd client: %w", err))
+	}
+	defer etcd.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	log.WithFields(logrus.Fields{"version": version, "zones": cfg.Source.Zones, "owner": cfg.Owner, "etcd": o.etcd.Endpoints}).Info("skylb starting")
+	if err := app.Run(ctx, cfg, kube, etcd); err != nil {
+		log.WithError(err).Error("skylb stopped")
+		os.Exit(1)
+	}
+	log.Info("skylb stopped")
+}
+
+// flags defines skylb's command line, with its defaults, on o.
+func flags(o *options) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("skylb", pflag.ContinueOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means in-cluster, then $KUBECONFIG, then ~/.kube/config")
 	fs.StringArrayVar(&o.zones, "zone", nil, "DNS zone served, e.g. example.org; repeatable; the first holds generated names (required)")
@@ -96,46 +146,15 @@ func main() {
 	fs.DurationVar(&o.leader.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before it steps down")
 	fs.DurationVar(&o.leader.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
 	fs.IntVar(&o.healthWorkers, "health-workers", 32, "health probes running at once")
+	fs.StringArrayVar(&o.nameservers, "nameserver", nil, "a DNS server of the zones, label=IP or IP (IPv4 or IPv6), published as the nameserver <label>.ns.dns.<zone>; repeatable; without a label: ns1, ns2, ... by address")
+	fs.StringVar(&o.nsSelector, "nameserver-selector", "", "label selector of the DNS server's Service, e.g. app.kubernetes.io/name=coredns: the addresses of the nodes running its ready endpoints are published as nameservers too (for CoreDNS on host port 53 or the host network)")
+	fs.BoolVar(&o.printDelegation, "print-delegation", false, "print the NS and glue records the parent zone needs and conditional-forwarder settings, then exit; reads the cluster only for --nameserver-selector")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "compute and log every change; write nothing to etcd or to the Kubernetes API")
 	fs.BoolVar(&o.once, "once", false, "sync everything once, print a summary and exit")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if err == pflag.ErrHelp {
-			return
-		}
-		fail(err)
-	}
-	if o.showVersion {
-		fmt.Println("skylb", version)
-		return
-	}
-	cfg, err := o.config()
-	if err != nil {
-		fail(err)
-	}
-	log := cfg.Log
-	routeKlog(log)
-	kube, err := kubeClient(o.kubeconfig)
-	if err != nil {
-		fail(fmt.Errorf("--kubeconfig: %w", err))
-	}
-	o.etcd.Log = log
-	etcd, err := etcdclient.New(o.etcd)
-	if err != nil {
-		fail(fmt.Errorf("etcd client: %w", err))
-	}
-	defer etcd.Close()
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	log.WithFields(logrus.Fields{"version": version, "zones": cfg.Source.Zones, "owner": cfg.Owner, "etcd": o.etcd.Endpoints}).Info("skylb starting")
-	if err := app.Run(ctx, cfg, kube, etcd); err != nil {
-		log.WithError(err).Error("skylb stopped")
-		os.Exit(1)
-	}
-	log.Info("skylb stopped")
+	return fs
 }
 
 // config validates the options; every error names its flag.
@@ -147,47 +166,16 @@ func (o *options) config() (app.Config, error) {
 	if !dnsname.IsLabel(o.owner) || len(o.owner) > skydns.MaxOwnerLength {
 		return app.Config{}, fmt.Errorf("--owner-id: %q must be a DNS label of at most %d characters", o.owner, skydns.MaxOwnerLength)
 	}
-	if o.ttl < 1 || o.ttl > source.MaxTTL {
-		return app.Config{}, fmt.Errorf("--ttl: %d is outside 1 to %d seconds", o.ttl, source.MaxTTL)
-	}
 	if !strings.HasPrefix(o.prefix, "/") || strings.TrimRight(o.prefix, "/") == "" {
 		return app.Config{}, fmt.Errorf("--etcd-prefix: %q must be an absolute path such as /skydns", o.prefix)
 	}
-	if o.defaultNamespace != "" && !dnsname.IsLabel(o.defaultNamespace) {
-		return app.Config{}, fmt.Errorf("--default-namespace: %q is not a namespace name", o.defaultNamespace)
-	}
-	mode, err := source.ParseMode(o.addressSource)
+	src, err := o.sourceConfig(zones)
 	if err != nil {
-		return app.Config{}, fmt.Errorf("--address-source: %w", err)
+		return app.Config{}, err
 	}
-	var addrTypes []corev1.NodeAddressType
-	for _, t := range o.nodeAddrTypes {
-		switch at := corev1.NodeAddressType(t); at {
-		case corev1.NodeExternalIP, corev1.NodeInternalIP:
-			addrTypes = append(addrTypes, at)
-		default:
-			return app.Config{}, fmt.Errorf("--node-address-types: %q is neither ExternalIP nor InternalIP", t)
-		}
-	}
-	if o.ingressService != "" {
-		ns, name, ok := strings.Cut(o.ingressService, "/")
-		if !ok || !dnsname.IsLabel(ns) || !dnsname.IsLabel(name) {
-			return app.Config{}, fmt.Errorf("--ingress-service: %q is not namespace/name", o.ingressService)
-		}
-	}
-	deniedCIDRs, err := source.ParseCIDRs(o.deniedCIDRs)
+	zoneCfg, err := o.zoneConfig(zones)
 	if err != nil {
-		return app.Config{}, fmt.Errorf("--denied-cidrs: %w", err)
-	}
-	allowedCIDRs, err := source.ParseCIDRs(o.allowedCIDRs)
-	if err != nil {
-		return app.Config{}, fmt.Errorf("--allowed-cidrs: %w", err)
-	}
-	if o.maxNames < 1 {
-		return app.Config{}, fmt.Errorf("--max-names-per-object: must be at least 1")
-	}
-	if o.maxAddresses < 1 {
-		return app.Config{}, fmt.Errorf("--max-addresses-per-name: must be at least 1")
+		return app.Config{}, err
 	}
 	if o.healthWorkers < 1 {
 		return app.Config{}, fmt.Errorf("--health-workers: must be at least 1")
@@ -220,19 +208,14 @@ func (o *options) config() (app.Config, error) {
 		return app.Config{}, err
 	}
 	return app.Config{
-		Source: source.Config{
-			Zones: zones, TTL: o.ttl, DefaultNamespace: o.defaultNamespace,
-			AddressSource: mode, LoadBalancerClass: o.lbClass, NodeAddressTypes: addrTypes,
-			IngressService: o.ingressService,
-			Filter:         source.Filter{Denied: deniedCIDRs, Allowed: allowedCIDRs},
-			MaxNames:       o.maxNames, MaxAddresses: o.maxAddresses,
-		},
+		Source:         src,
 		MaxDeleteRatio: o.maxDeleteRatio,
 		Version:        version,
 		LeaderElect:    o.leaderElect,
 		Leader:         o.leader,
 		DryRun:         o.dryRun,
 		HealthWorkers:  o.healthWorkers,
+		Zone:           zoneCfg,
 		Once:           o.once,
 		Summary:        os.Stdout,
 		Prefix:         strings.TrimRight(o.prefix, "/"),
@@ -262,6 +245,103 @@ func newLogger(level, format string) (*logrus.Logger, error) {
 	return log, nil
 }
 
+// sourceConfig validates the flags that say how objects become records.
+func (o *options) sourceConfig(zones dnsname.Zones) (source.Config, error) {
+	cfg := source.Config{
+		Zones: zones, TTL: o.ttl, DefaultNamespace: o.defaultNamespace, LoadBalancerClass: o.lbClass,
+		IngressService: o.ingressService, MaxNames: o.maxNames, MaxAddresses: o.maxAddresses,
+	}
+	if o.ttl < 1 || o.ttl > source.MaxTTL {
+		return cfg, fmt.Errorf("--ttl: %d is outside 1 to %d seconds", o.ttl, source.MaxTTL)
+	}
+	if o.defaultNamespace != "" && !dnsname.IsLabel(o.defaultNamespace) {
+		return cfg, fmt.Errorf("--default-namespace: %q is not a namespace name", o.defaultNamespace)
+	}
+	var err error
+	if cfg.AddressSource, err = source.ParseMode(o.addressSource); err != nil {
+		return cfg, fmt.Errorf("--address-source: %w", err)
+	}
+	for _, t := range o.nodeAddrTypes {
+		switch at := corev1.NodeAddressType(t); at {
+		case corev1.NodeExternalIP, corev1.NodeInternalIP:
+			cfg.NodeAddressTypes = append(cfg.NodeAddressTypes, at)
+		default:
+			return cfg, fmt.Errorf("--node-address-types: %q is neither ExternalIP nor InternalIP", t)
+		}
+	}
+	if o.ingressService != "" {
+		ns, name, ok := strings.Cut(o.ingressService, "/")
+		if !ok || !dnsname.IsLabel(ns) || !dnsname.IsLabel(name) {
+			return cfg, fmt.Errorf("--ingress-service: %q is not namespace/name", o.ingressService)
+		}
+	}
+	if cfg.Filter.Denied, err = source.ParseCIDRs(o.deniedCIDRs); err != nil {
+		return cfg, fmt.Errorf("--denied-cidrs: %w", err)
+	}
+	if cfg.Filter.Allowed, err = source.ParseCIDRs(o.allowedCIDRs); err != nil {
+		return cfg, fmt.Errorf("--allowed-cidrs: %w", err)
+	}
+	if o.maxNames < 1 {
+		return cfg, fmt.Errorf("--max-names-per-object: must be at least 1")
+	}
+	if o.maxAddresses < 1 {
+		return cfg, fmt.Errorf("--max-addresses-per-name: must be at least 1")
+	}
+	return cfg, nil
+}
+
+// zoneConfig validates --nameserver and --nameserver-selector.
+func (o *options) zoneConfig(zones dnsname.Zones) (*controller.ZoneConfig, error) {
+	static, err := zone.ParseStatics(o.nameservers, zones)
+	if err != nil {
+		return nil, fmt.Errorf("--nameserver: %w", err)
+	}
+	cfg := &controller.ZoneConfig{Nameservers: static}
+	if strings.TrimSpace(o.nsSelector) != "" {
+		sel, err := labels.Parse(o.nsSelector)
+		if err != nil {
+			return nil, fmt.Errorf("--nameserver-selector: %w", err)
+		}
+		if sel.Empty() {
+			return nil, fmt.Errorf("--nameserver-selector: %q selects every Service", o.nsSelector)
+		}
+		cfg.NameserverSelector = sel
+	}
+	return cfg, nil
+}
+
+// printDelegation prints what the parent zone needs and returns the exit code.
+// It reads the cluster, for at most 10 seconds, only for --nameserver-selector.
+func printDelegation(o *options, stdout, stderr io.Writer) int {
+	zones, err := dnsname.ParseZones(o.zones)
+	if err != nil {
+		fmt.Fprintln(stderr, "skylb: --zone:", err)
+		return 2
+	}
+	src, err := o.sourceConfig(zones)
+	if err == nil {
+		var zc *controller.ZoneConfig
+		if zc, err = o.zoneConfig(zones); err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var kube kubernetes.Interface
+			if zc.NameserverSelector != nil {
+				if rc, kerr := kubeConfig(o.kubeconfig); kerr == nil {
+					rc.Timeout = 10 * time.Second
+					kube, _ = kubernetes.NewForConfig(rc)
+				}
+			}
+			if err := app.PrintDelegation(ctx, stdout, stderr, src, zc, kube); err != nil {
+				fmt.Fprintln(stderr, "skylb:", err)
+				return 1
+			}
+			return 0
+		}
+	}
+	fmt.Fprintln(stderr, "skylb:", err)
+	return 2
+}
+
 // routeKlog sends client-go's klog lines through skylb's logger, at debug level,
 // so that every line has skylb's format.
 func routeKlog(log logrus.FieldLogger) {
@@ -284,6 +364,15 @@ func inClusterNamespace() string {
 // kubeClient builds a client from a kubeconfig path, or in-cluster config, or
 // $KUBECONFIG and ~/.kube/config.
 func kubeClient(path string) (kubernetes.Interface, error) {
+	cfg, err := kubeConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// kubeConfig returns the client configuration kubeClient uses.
+func kubeConfig(path string) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
 	switch {
@@ -300,7 +389,7 @@ func kubeClient(path string) (kubernetes.Interface, error) {
 		return nil, err
 	}
 	cfg.UserAgent = "skylb/" + version
-	return kubernetes.NewForConfig(cfg)
+	return cfg, nil
 }
 
 func fail(err error) {

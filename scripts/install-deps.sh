@@ -1,22 +1,31 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the local stack and its tests need:
-# dig (bind9-dnsutils) and openssl. Runs `apt-get update` only when a package
-# is actually missing. Works as root, or through sudo when it is available.
+# dig (bind9-dnsutils) and openssl; and for the delegation test (test/delegation)
+# a BIND 9 parent zone (named, from bind9) and a recursive resolver (unbound).
+# The tests run named and unbound as their own processes on loopback, with
+# configuration files in a temporary directory: the packages' system services
+# are neither started by the installation nor enabled.
+# Runs `apt-get update` only when a package is actually missing. Works as root,
+# or through sudo when it is available.
 set -euo pipefail
 
 # command-name:debian-package
-wanted=(dig:bind9-dnsutils openssl:openssl)
+wanted=(dig:bind9-dnsutils openssl:openssl named:bind9 unbound:unbound)
+
+# have reports whether a command exists; daemons live in /usr/sbin, which is
+# not in every user's PATH.
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
 
 missing=()
 for entry in "${wanted[@]}"; do
 	cmd=${entry%%:*} pkg=${entry#*:}
-	if ! command -v "$cmd" >/dev/null 2>&1; then
+	if ! have "$cmd"; then
 		missing+=("$pkg")
 	fi
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-	echo "install-deps: all present (dig, openssl)"
+	echo "install-deps: all present (dig, openssl, named, unbound)"
 	exit 0
 fi
 
@@ -29,7 +38,32 @@ else
 	exit 1
 fi
 
+# Keep the packages' services from starting while they are installed: Debian's
+# maintainer scripts ask /usr/sbin/policy-rc.d, and 101 means "not now". An
+# existing policy (Docker images have one) is left as it is.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+	printf '#!/bin/sh\n# Written by skylb scripts/install-deps.sh during an installation.\nexit 101\n' |
+		"${as_root[@]}" tee "$policy" >/dev/null
+	"${as_root[@]}" chmod 755 "$policy"
+	trap '"${as_root[@]}" rm -f "$policy"' EXIT
+fi
+
 echo "install-deps: installing ${missing[*]}"
 "${as_root[@]}" apt-get update -qq
 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
 	apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# Under systemd the units are enabled on installation: disable them (and stop
+# any that started anyway), so that nothing listens on port 53 behind the
+# tests' back. The tests start named and unbound themselves.
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+	for pkg in "${missing[@]}"; do
+		case $pkg in
+		bind9) units=(named.service) ;;
+		unbound) units=(unbound.service unbound-resolvconf.service) ;;
+		*) continue ;;
+		esac
+		"${as_root[@]}" systemctl disable --now "${units[@]}" >/dev/null 2>&1 || true
+	done
+fi

@@ -51,6 +51,10 @@ type Config struct {
 	// HealthWorkers bounds the health probes running at once.
 	HealthWorkers int
 
+	// Zone configures the records skylb keeps for the zones themselves (their
+	// nameservers and the apex guard); nil keeps none.
+	Zone *controller.ZoneConfig
+
 	// DryRun computes and logs every change and writes nothing.
 	DryRun bool
 	// Once syncs everything once, writes Summary and returns.
@@ -100,7 +104,8 @@ func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, etcd *clien
 				m.ProbeErrors.WithLabelValues(probeErrorReason(r.Err)).Inc()
 			}
 		},
-		Log: cfg.Log.WithField("component", "controller"),
+		Zone: cfg.Zone,
+		Log:  cfg.Log.WithField("component", "controller"),
 	}
 	if elector != nil {
 		ctrlCfg.Leading = elector.Leading
@@ -261,6 +266,14 @@ func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *cont
 			out := map[string]float64{}
 			for t, ok := range ctrl.HealthStates() {
 				out[t.Spec.Host+metrics.LabelSep+t.String()] = float64(boolInt(ok))
+			}
+			return out
+		})
+	m.Vec("skylb_nameservers", "Nameservers published for a zone; a delegation needs at least 2.", prometheus.GaugeValue,
+		[]string{"zone"}, func() map[string]float64 {
+			out := map[string]float64{}
+			for zn, n := range ctrl.Nameservers() {
+				out[zn] = float64(n)
 			}
 			return out
 		})

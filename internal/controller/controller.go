@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
@@ -60,7 +61,10 @@ type Config struct {
 	HealthWorkers int
 	// ObserveProbe, when set, is told the outcome of every health probe.
 	ObserveProbe func(health.Result)
-	Log          logrus.FieldLogger
+	// Zone, when set, has the controller keep the records of the zones
+	// themselves: their nameservers and the apex guard.
+	Zone *ZoneConfig
+	Log  logrus.FieldLogger
 }
 
 // Controller turns Services and Ingresses into records.
@@ -76,6 +80,9 @@ type Controller struct {
 	ingresses networkinglisters.IngressLister
 	synced    []cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[string]
+	// statusQueue holds the Services ("namespace/name") whose status is to
+	// be written; see queueStatus.
+	statusQueue workqueue.TypedRateLimitingInterface[string]
 
 	mu       sync.Mutex
 	index    *claim.Index
@@ -86,11 +93,16 @@ type Controller struct {
 
 	observedMu sync.Mutex
 	observed   map[string]time.Time // key -> when a change to it was first seen, until synced
+	// started is set when the first full pass begins: the events of the
+	// caches filling up before it are covered by that pass and not queued.
+	started atomic.Bool
 
 	statusWrites atomic.Int64
 
 	prober *health.Prober
 	chosen map[string]netip.Addr // source -> the address exclusive mode publishes
+
+	zone *zoneState // nil without Config.Zone
 }
 
 // New returns a Controller reading from kube and writing to pub. Events go to recorder.
@@ -104,7 +116,7 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 	if cfg.Leading == nil {
 		cfg.Leading = func() bool { return true }
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields))
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripper(labelsRead(cfg.Zone))))
 	svcInformer := factory.Core().V1().Services()
 	ingInformer := factory.Networking().V1().Ingresses()
 	sliceInformer := factory.Discovery().V1().EndpointSlices()
@@ -129,6 +141,9 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb"}),
+		statusQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb-status"}),
 		index:    claim.NewIndex(cfg.Source.MaxAddresses),
 		found:    make(map[string][]source.Problem),
 		conflict: make(map[string]map[string][]source.Problem),
@@ -141,15 +156,96 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 	c.handle(ingInformer.Informer(), source.KindIngress)
 	c.handleSlices(sliceInformer.Informer())
 	c.handleNodes(nodeInformer.Informer())
+	if c.zone = newZoneState(cfg.Zone, cfg.Source.Zones); c.zone != nil {
+		c.handleNameservers(svcInformer.Informer(), sliceInformer.Informer(), nodeInformer.Informer())
+	}
 	return c
 }
 
-// stripManagedFields drops what skylb never reads before objects enter the caches.
-func stripManagedFields(obj any) (any, error) {
-	if acc, err := meta.Accessor(obj); err == nil {
-		acc.SetManagedFields(nil)
+// labelsRead returns the label keys skylb reads on Services and
+// EndpointSlices besides the EndpointSlice's Service name: those of the
+// nameserver selector, if any. all reports a selector whose keys are unknown.
+func labelsRead(z *ZoneConfig) (keys map[string]bool, all bool) {
+	keys = map[string]bool{}
+	if z == nil || z.NameserverSelector == nil {
+		return keys, false
 	}
-	return obj, nil
+	reqs, selectable := z.NameserverSelector.Requirements()
+	if !selectable {
+		return keys, true
+	}
+	for _, r := range reqs {
+		keys[r.Key()] = true
+	}
+	return keys, false
+}
+
+// stripper returns the informers' transform. It drops what skylb never reads
+// before objects enter the caches, where it would otherwise make up most of
+// skylb's memory: managed fields, kubectl's copy of the applied object, owner
+// references, the labels of Services, EndpointSlices and Ingresses but for
+// those read (see labelsRead), the Service spec but for type, class, ports
+// and IP families, Ingress paths and backends, EndpointSlice topology and
+// target references, and the Node status but for addresses and conditions.
+// skylb never writes a cached object back: Service status is written as a
+// patch of the status alone. Whatever starts reading one of these fields must
+// keep it here.
+func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
+	keepLabels := func(l map[string]string, also string) map[string]string {
+		if keepAll {
+			return l
+		}
+		for k := range l {
+			if k != also && !keep[k] {
+				delete(l, k)
+			}
+		}
+		if len(l) == 0 {
+			return nil
+		}
+		return l
+	}
+	return func(obj any) (any, error) {
+		if acc, err := meta.Accessor(obj); err == nil {
+			acc.SetManagedFields(nil)
+			acc.SetOwnerReferences(nil)
+			if a := acc.GetAnnotations(); a != nil {
+				delete(a, corev1.LastAppliedConfigAnnotation)
+				if len(a) == 0 {
+					acc.SetAnnotations(nil)
+				}
+			}
+		}
+		switch o := obj.(type) {
+		case *corev1.Service:
+			o.Labels = keepLabels(o.Labels, "")
+			o.Spec = corev1.ServiceSpec{
+				Type: o.Spec.Type, LoadBalancerClass: o.Spec.LoadBalancerClass,
+				Ports: o.Spec.Ports, IPFamilies: o.Spec.IPFamilies,
+			}
+		case *networkingv1.Ingress:
+			o.Labels = nil
+			o.Spec.DefaultBackend = nil
+			for i := range o.Spec.Rules {
+				o.Spec.Rules[i].IngressRuleValue = networkingv1.IngressRuleValue{}
+			}
+			for i := range o.Spec.TLS {
+				o.Spec.TLS[i].SecretName = ""
+			}
+		case *discoveryv1.EndpointSlice:
+			o.Labels = keepLabels(o.Labels, discoveryv1.LabelServiceName)
+			for i := range o.Endpoints {
+				ep := &o.Endpoints[i]
+				ep.TargetRef, ep.Hints, ep.Zone, ep.Hostname, ep.DeprecatedTopology = nil, nil, nil, nil, nil
+			}
+		case *corev1.Node:
+			st := &o.Status
+			st.Images, st.VolumesInUse, st.VolumesAttached = nil, nil, nil
+			st.Capacity, st.Allocatable, st.Config, st.RuntimeHandlers, st.Features = nil, nil, nil, nil, nil
+			st.NodeInfo, st.DaemonEndpoints = corev1.NodeSystemInfo{}, corev1.NodeDaemonEndpoints{}
+		}
+		return obj, nil
+	}
 }
 
 func (c *Controller) handle(inf cache.SharedIndexInformer, kind string) {
@@ -223,6 +319,9 @@ func (c *Controller) handleNodes(inf cache.SharedIndexInformer) {
 
 // enqueue adds a key to the queue and remembers when its change was first seen.
 func (c *Controller) enqueue(key string) {
+	if !c.started.Load() {
+		return
+	}
 	c.observedMu.Lock()
 	if _, ok := c.observed[key]; !ok {
 		c.observed[key] = time.Now()
@@ -270,6 +369,7 @@ func (c *Controller) Ready() bool {
 func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
+	defer c.statusQueue.ShutDown()
 
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown()
@@ -282,10 +382,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.syncZones()
 	c.pub.Complete()
-	c.mu.Lock()
-	c.ready = true
-	c.mu.Unlock()
 	c.cfg.Log.WithFields(logrus.Fields{"objects": n, "took": time.Since(start).Round(time.Millisecond)}).
 		Info("caches synced; desired records computed")
 
@@ -297,6 +395,26 @@ func (c *Controller) Run(ctx context.Context) error {
 			wait.UntilWithContext(ctx, c.runWorker, time.Second)
 		}()
 	}
+	// The status the first pass found wrong is written before skylb calls
+	// itself ready, as --once expects; changes are followed meanwhile.
+	c.drainStatus(ctx)
+	c.mu.Lock()
+	c.ready = true
+	c.mu.Unlock()
+	for range statusWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wait.UntilWithContext(ctx, c.runStatusWorker, time.Second)
+		}()
+	}
+	if c.zone != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.runZones(ctx)
+		}()
+	}
 	if c.cfg.ResyncInterval > 0 {
 		wg.Add(1)
 		go func() {
@@ -306,21 +424,60 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	c.queue.ShutDown()
+	c.statusQueue.ShutDown()
 	wg.Wait()
 	return nil
 }
 
 // syncAll computes the publication of every object in the caches and forgets
-// objects that are gone.
+// objects that are gone. It stores every publication first and then resolves
+// each group once: resolving a group after each of its objects, as a change
+// does, would cost the square of a group's size.
 func (c *Controller) syncAll() (int, error) {
+	// An event from now on may come after the pass has read its object: it is
+	// queued. An event handled before has its object in the caches already.
+	c.started.Store(true)
 	keys, err := c.cachedKeys()
 	if err != nil {
 		return 0, err
 	}
+	groups := make(map[string]time.Time) // group -> the earliest change observed in it
 	for _, key := range keys {
-		if err := c.sync(key); err != nil {
+		start := time.Now()
+		observed := c.takeObserved(key)
+		pub, svc, err := c.publication(key)
+		if err != nil {
 			return 0, fmt.Errorf("sync %s: %w", key, err)
 		}
+		c.checkHealth(key, pub)
+		c.mu.Lock()
+		for _, g := range c.updateLocked(key, pub) {
+			if t, ok := groups[g]; !ok || t.IsZero() || !observed.IsZero() && observed.Before(t) {
+				groups[g] = observed
+			}
+		}
+		c.mu.Unlock()
+		c.queueStatus(svc, pub)
+		if c.cfg.ObserveReconcile != nil {
+			c.cfg.ObserveReconcile(time.Since(start))
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	touched := make(map[string]bool, len(keys))
+	for _, key := range keys {
+		touched[key] = true
+	}
+	order := make([]string, 0, len(groups))
+	for g := range groups {
+		order = append(order, g)
+	}
+	slices.Sort(order)
+	for _, g := range order {
+		c.resolveLocked(g, groups[g], touched)
+	}
+	for s := range touched {
+		c.reportLocked(s)
 	}
 	return len(keys), nil
 }
@@ -421,8 +578,8 @@ var errPermanent = errors.New("permanent")
 
 func isPermanent(err error) bool { return errors.Is(err, errPermanent) }
 
-// sync brings the records of one object, and the status of a Service skylb
-// implements, up to date.
+// sync brings the records of one object up to date, and queues the status of
+// a Service skylb implements when it is to be written.
 func (c *Controller) sync(key string) error {
 	start := time.Now()
 	observed := c.takeObserved(key)
@@ -437,15 +594,7 @@ func (c *Controller) sync(key string) error {
 	if c.cfg.ObserveReconcile != nil {
 		c.cfg.ObserveReconcile(time.Since(start))
 	}
-	if svc == nil || !c.cfg.Leading() {
-		return nil
-	}
-	switch {
-	case pub != nil && pub.WriteStatus:
-		return c.writeStatus(svc, pub.Status)
-	case pub == nil && c.builder.StaleStatus(svc):
-		return c.writeStatus(svc, nil)
-	}
+	c.queueStatus(svc, pub)
 	return nil
 }
 
@@ -482,31 +631,44 @@ func (c *Controller) publication(key string) (*source.Publication, *corev1.Servi
 // applyLocked stores a publication, resolves the groups it touches and hands the
 // resulting records to the publisher.
 func (c *Controller) applyLocked(src string, pub *source.Publication, observed time.Time) {
-	touched := map[string]*source.Publication{src: pub}
-	for _, g := range c.index.Update(src, pub) {
-		res := c.index.Resolve(g)
-		for stored, records := range res.Records {
-			c.pub.Set(stored, records, observed)
-		}
-		for s := range c.conflict[g] {
-			touched[s] = nil
-		}
-		for s := range res.Problems {
-			touched[s] = nil
-		}
-		if len(res.Problems) == 0 {
-			delete(c.conflict, g)
-		} else {
-			c.conflict[g] = res.Problems
-		}
+	touched := map[string]bool{src: true}
+	for _, g := range c.updateLocked(src, pub) {
+		c.resolveLocked(g, observed, touched)
 	}
+	for s := range touched {
+		c.reportLocked(s)
+	}
+}
+
+// updateLocked stores the publication of src (nil: none) and returns the
+// groups whose records may have changed.
+func (c *Controller) updateLocked(src string, pub *source.Publication) []string {
+	groups := c.index.Update(src, pub)
 	if pub == nil {
 		delete(c.found, src)
 	} else {
 		c.found[src] = pub.Problems
 	}
-	for s := range touched {
-		c.reportLocked(s)
+	return groups
+}
+
+// resolveLocked resolves one group, hands its records to the publisher and
+// adds to touched the sources whose problems may have changed.
+func (c *Controller) resolveLocked(g string, observed time.Time, touched map[string]bool) {
+	res := c.index.Resolve(g)
+	for stored, records := range res.Records {
+		c.setLocked(stored, records, observed)
+	}
+	for s := range c.conflict[g] {
+		touched[s] = true
+	}
+	for s := range res.Problems {
+		touched[s] = true
+	}
+	if len(res.Problems) == 0 {
+		delete(c.conflict, g)
+	} else {
+		c.conflict[g] = res.Problems
 	}
 }
 

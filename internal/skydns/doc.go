@@ -9,7 +9,10 @@
 //
 // The last segment of a key is a DNS label made from the owner id and a hash of
 // the record's content, so the same record always has the same key and the keys of
-// different owners never collide. CoreDNS ignores the JSON fields it does not know;
-// skylb adds "owner" and "source" so that a person reading etcd sees who wrote a
-// record and why.
+// different owners never collide. The exception is a record with an explicit
+// Label, such as a zone's nameserver, whose name CoreDNS takes from the key:
+// /skydns/org/example/dns/ns/ns1 is the nameserver ns1.ns.dns.example.org.
+//
+// CoreDNS ignores the JSON fields it does not know; skylb adds "owner" and
+// "source" so that a person reading etcd sees who wrote a record and why.
 package skydns

@@ -35,6 +35,11 @@ type Record struct {
 	Port   int    // SRV port, 0 otherwise
 	TTL    uint32
 	Source string // the object the record comes from, e.g. "service/default/web"
+	// Label, when set, is the last segment of the record's key instead of
+	// <owner>-<hash>. CoreDNS names a zone's nameservers after it: the key
+	// .../dns/ns/ns1 serves the nameserver ns1.ns.dns.<zone>. It must be a DNS
+	// label; ownership is still told by the value's owner field.
+	Label string
 }
 
 // Type returns the DNS type CoreDNS serves the record as.
@@ -80,9 +85,13 @@ func Path(prefix, name string) string {
 	return b.String()
 }
 
-// Label returns the last key segment of a record written by owner: the owner id,
-// a hyphen and a hash of what makes the record distinct within its name.
+// Label returns the last key segment of a record written by owner: the record's
+// own Label when it has one, else the owner id, a hyphen and a hash of what
+// makes the record distinct within its name.
 func Label(owner string, r Record) string {
+	if r.Label != "" {
+		return r.Label
+	}
 	h := sha256.New()
 	h.Write([]byte(r.Host))
 	if r.Port != 0 {

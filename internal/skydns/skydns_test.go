@@ -127,6 +127,29 @@ func TestLabelDistinct(t *testing.T) {
 	}
 }
 
+func TestLabelExplicit(t *testing.T) {
+	r := Record{Name: "ns.dns.example.org", Host: "192.0.2.53", TTL: 30, Label: "ns1"}
+	for _, o := range []string{"default", "cluster-b"} {
+		if got := Label(o, r); got != "ns1" {
+			t.Errorf("Label(%q, %+v) = %q, want %q", o, r, got, "ns1")
+		}
+	}
+	// The label replaces the owner and hash, whatever the host.
+	r2 := r
+	r2.Host = "2001:db8::53"
+	if Key(prefix, owner, r) != Key(prefix, owner, r2) {
+		t.Errorf("Key(%+v) = %q and Key(%+v) = %q, want the same key for the same label", r, Key(prefix, owner, r), r2, Key(prefix, owner, r2))
+	}
+	// CoreDNS serves the nameserver ns1.ns.dns.example.org from this key.
+	if got, want := Key(prefix, owner, r), "/skydns/org/example/dns/ns/ns1"; got != want {
+		t.Errorf("Key(%q, %q, %+v) = %q, want %q", prefix, owner, r, got, want)
+	}
+	// The label is not part of the value: CoreDNS must see only skylb's fields.
+	if got, want := string(Encode(owner, r)), `{"host":"192.0.2.53","ttl":30,"owner":"default"}`; got != want {
+		t.Errorf("Encode(%q, %+v) = %s, want %s", owner, r, got, want)
+	}
+}
+
 func TestKey(t *testing.T) {
 	r := Record{Name: "web.default.example.org", Host: "192.0.2.10", TTL: 30}
 	want := "/skydns/org/example/default/web/default-" + hashOf("192.0.2.10")
@@ -302,6 +325,9 @@ var goldenRecords = []Record{
 	{Name: "xn--bcher-kva.example.org", Host: "203.0.113.5", TTL: 1, Source: "service/books/store"},
 	{Name: "sip.example.org", Host: "192.0.2.20", Port: 5060, TTL: 30, Source: "service/voice/sip"},
 	{Name: "odd.example.org", Host: "odd.example.net", TTL: 30, Source: `service/"quoted"/back\slash<&>`},
+	{Name: "ns.dns.example.org", Host: "192.0.2.53", TTL: 30, Source: "nameserver/ns1", Label: "ns1"},
+	{Name: "ns.dns.example.org", Host: "2001:db8::53", TTL: 30, Source: "nameserver/selector", Label: "ns2"},
+	{Name: ApexName("example.com"), Host: "example.com", TTL: 30, Source: "apex-guard"},
 }
 
 func TestGolden(t *testing.T) {

@@ -1,0 +1,234 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/skylb/skylb/internal/skydns"
+	"github.com/skylb/skylb/internal/source"
+	"github.com/skylb/skylb/internal/zone"
+)
+
+// ZoneConfig configures the records skylb keeps for each zone itself: the
+// zone's nameservers and the apex guard (see package zone).
+type ZoneConfig struct {
+	// Nameservers are the DNS servers of the zones given on the command line.
+	Nameservers []zone.Static
+	// NameserverSelector selects the Services of the zones' DNS server: the
+	// nodes running their ready endpoints are nameservers too. Nil selects none.
+	NameserverSelector labels.Selector
+}
+
+// zoneKey is the key under which a change of the nameservers' sources is
+// remembered as observed.
+const zoneKey = "zone/nameservers"
+
+// zoneState is what the controller keeps for the zone records. Everything but
+// wake is guarded by Controller.mu.
+type zoneState struct {
+	cfg      ZoneConfig
+	zones    []string
+	apexZone map[string]string          // apex stored name -> its zone
+	granted  map[string][]skydns.Record // apex stored name -> records the claim index granted there
+	ns       []zone.Nameserver          // nameservers published
+	refused  []netip.Addr               // addresses found but refused by the filter
+	synced   bool                       // the nameservers were computed once
+	wake     chan struct{}
+}
+
+func newZoneState(cfg *ZoneConfig, zones []string) *zoneState {
+	if cfg == nil {
+		return nil
+	}
+	z := &zoneState{
+		cfg:      *cfg,
+		zones:    zones,
+		apexZone: make(map[string]string, len(zones)),
+		granted:  make(map[string][]skydns.Record),
+		wake:     make(chan struct{}, 1),
+	}
+	for _, zn := range zones {
+		z.apexZone[skydns.ApexName(zn)] = zn
+	}
+	return z
+}
+
+// setLocked hands the records of a stored name to the publisher. The apex of a
+// zone gets the guard when no object publishes records there.
+func (c *Controller) setLocked(stored string, records []skydns.Record, observed time.Time) {
+	if z := c.zone; z != nil {
+		if zn, ok := z.apexZone[stored]; ok {
+			if len(records) == 0 {
+				delete(z.granted, stored)
+			} else {
+				z.granted[stored] = records
+			}
+			records = zone.Apex(zn, records, c.cfg.Source.TTL)
+		}
+	}
+	c.pub.Set(stored, records, observed)
+}
+
+// Nameservers returns the number of nameservers published for each zone; nil
+// when skylb keeps no zone records.
+func (c *Controller) Nameservers() map[string]int {
+	if c.zone == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.zone.zones))
+	for _, zn := range c.zone.zones {
+		out[zn] = len(c.zone.ns)
+	}
+	return out
+}
+
+// wakeZones asks for the nameservers to be computed again.
+func (c *Controller) wakeZones() {
+	c.observedMu.Lock()
+	if _, ok := c.observed[zoneKey]; !ok {
+		c.observed[zoneKey] = time.Now()
+	}
+	c.observedMu.Unlock()
+	select {
+	case c.zone.wake <- struct{}{}:
+	default:
+	}
+}
+
+// handleNameservers wakes the nameserver computation when a Service the
+// selector selects, one of its EndpointSlices or a Node changes.
+func (c *Controller) handleNameservers(svcs, slices_, nodes cache.SharedIndexInformer) {
+	sel := c.zone.cfg.NameserverSelector
+	if sel == nil {
+		return
+	}
+	selected := func(objs ...any) bool {
+		for _, obj := range objs {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			switch o := obj.(type) {
+			case *corev1.Service:
+				if sel.Matches(labels.Set(o.Labels)) {
+					return true
+				}
+			case *discoveryv1.EndpointSlice:
+				name := o.Labels[discoveryv1.LabelServiceName]
+				if name == "" {
+					continue
+				}
+				// The EndpointSlice controller copies the Service's labels to
+				// its slices; the Service itself may be gone already.
+				if sel.Matches(labels.Set(o.Labels)) {
+					return true
+				}
+				if svc, err := c.services.Services(o.Namespace).Get(name); err == nil && sel.Matches(labels.Set(svc.Labels)) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	onChange := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.wakeIf(selected(obj)) },
+		UpdateFunc: func(oldObj, newObj any) { c.wakeIf(selected(oldObj, newObj)) },
+		DeleteFunc: func(obj any) { c.wakeIf(selected(obj)) },
+	}
+	for _, inf := range []cache.SharedIndexInformer{svcs, slices_} {
+		if _, err := inf.AddEventHandler(onChange); err != nil {
+			panic(fmt.Sprintf("add nameserver event handler: %v", err))
+		}
+	}
+	types := c.cfg.Source.NodeAddressTypes
+	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { c.wakeZones() },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*corev1.Node)
+			n, ok2 := newObj.(*corev1.Node)
+			c.wakeIf(!ok1 || !ok2 || source.NodeUsable(o) != source.NodeUsable(n) ||
+				!slices.Equal(source.NodeAddresses(o, types), source.NodeAddresses(n, types)))
+		},
+		DeleteFunc: func(any) { c.wakeZones() },
+	}); err != nil {
+		panic(fmt.Sprintf("add nameserver Node event handler: %v", err))
+	}
+}
+
+func (c *Controller) wakeIf(b bool) {
+	if b {
+		c.wakeZones()
+	}
+}
+
+// runZones computes the nameservers again whenever their sources change, until
+// ctx ends.
+func (c *Controller) runZones(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.zone.wake:
+			c.syncZones()
+		}
+	}
+}
+
+// syncZones computes the nameservers and hands the records of every zone (its
+// nameservers and its apex) to the publisher. It logs when the nameservers
+// change, with a warning for a zone with fewer than two.
+func (c *Controller) syncZones() {
+	z := c.zone
+	if z == nil {
+		return
+	}
+	observed := c.takeObserved(zoneKey)
+	var found, refused []netip.Addr
+	if z.cfg.NameserverSelector != nil {
+		found, refused = c.builder.NameserverAddresses(z.cfg.NameserverSelector)
+	}
+	ns := zone.Assign(z.cfg.Nameservers, found)
+
+	c.mu.Lock()
+	first := !z.synced
+	changed := first || !slices.Equal(ns, z.ns)
+	refusedChanged := !slices.Equal(refused, z.refused)
+	z.ns, z.refused, z.synced = ns, refused, true
+	for stored, records := range zone.Records(z.zones, ns, c.cfg.Source.TTL, z.granted) {
+		c.pub.Set(stored, records, observed)
+	}
+	c.mu.Unlock()
+
+	if refusedChanged && len(refused) > 0 {
+		var s []string
+		for _, a := range refused {
+			s = append(s, a.String())
+		}
+		c.cfg.Log.WithField("addresses", strings.Join(s, ",")).
+			Warn("nameserver addresses found by --nameserver-selector are not published: they are denied by --denied-cidrs or not in --allowed-cidrs")
+	}
+	if !changed {
+		return
+	}
+	var list []string
+	for _, n := range ns {
+		list = append(list, n.Label+"="+n.Addr.String())
+	}
+	c.cfg.Log.WithFields(logrus.Fields{"zones": z.zones, "nameservers": list}).Info("nameservers of the zones")
+	for _, zn := range z.zones {
+		if msg := zone.Warning(zn, ns); msg != "" {
+			c.cfg.Log.WithField("zone", zn).Warn(msg)
+		}
+	}
+}

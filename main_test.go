@@ -1,0 +1,78 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// parse returns the options of a command line, defaults included.
+func parse(t *testing.T, args ...string) options {
+	t.Helper()
+	var o options
+	if err := flags(&o).Parse(args); err != nil {
+		t.Fatalf("parse %q: %v", args, err)
+	}
+	return o
+}
+
+func TestZoneConfig(t *testing.T) {
+	zones := []string{"k8s.example.com"}
+	o := options{nameservers: []string{"ns1=192.0.2.53", "2001:db8::53"}, nsSelector: "app.kubernetes.io/name=coredns"}
+	zc, err := o.zoneConfig(zones)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(zc.Nameservers) != 2 || zc.NameserverSelector == nil || zc.NameserverSelector.String() != "app.kubernetes.io/name=coredns" {
+		t.Errorf("zoneConfig = %+v", zc)
+	}
+	o = options{}
+	if zc, err := o.zoneConfig(zones); err != nil || zc.NameserverSelector != nil || len(zc.Nameservers) != 0 {
+		t.Errorf("zoneConfig without flags = %+v, %v; want an empty configuration", zc, err)
+	}
+	for _, bad := range []options{
+		{nameservers: []string{"ns1=not-an-ip"}},
+		{nameservers: []string{"ns1=192.0.2.1", "ns1=192.0.2.2"}},
+		{nsSelector: "app in (a"},
+		{nsSelector: "!"},
+	} {
+		if _, err := bad.zoneConfig(zones); err == nil {
+			t.Errorf("zoneConfig(%+v): no error", bad)
+		} else if !strings.HasPrefix(err.Error(), "--nameserver") {
+			t.Errorf("zoneConfig(%+v) = %v, want an error naming the flag", bad, err)
+		}
+	}
+}
+
+func TestPrintDelegationFromFlags(t *testing.T) {
+	var out, errs strings.Builder
+	o := parse(t, "--zone=k8s.example.com", "--nameserver=192.0.2.12", "--nameserver=192.0.2.11")
+	if code := printDelegation(&o, &out, &errs); code != 0 || errs.Len() != 0 {
+		t.Fatalf("printDelegation = %d, stderr %q", code, errs.String())
+	}
+	for _, want := range []string{
+		"k8s.example.com.\tIN\tNS\tns1.ns.dns.k8s.example.com.\n",
+		"ns1.ns.dns.k8s.example.com.\tIN\tA\t192.0.2.11\n",
+		"ns2.ns.dns.k8s.example.com.\tIN\tA\t192.0.2.12\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	// Without a reachable cluster the selector is skipped, with a message.
+	out.Reset()
+	errs.Reset()
+	o.nsSelector = "app=dns"
+	o.kubeconfig = t.TempDir() + "/missing"
+	if code := printDelegation(&o, &out, &errs); code != 0 || !strings.Contains(errs.String(), "cannot read the cluster") {
+		t.Errorf("printDelegation without a cluster = %d, stderr %q", code, errs.String())
+	}
+
+	// No nameserver at all: nothing to print.
+	out.Reset()
+	errs.Reset()
+	o = parse(t, "--zone=k8s.example.com")
+	if code := printDelegation(&o, &out, &errs); code == 0 || out.Len() != 0 {
+		t.Errorf("printDelegation without nameservers = %d, output %q", code, out.String())
+	}
+}
