@@ -2,24 +2,31 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/skylb/skylb/internal/source"
 )
 
-// statusTimeout bounds one status write, retries included.
+// statusTimeout bounds one status write.
 const statusTimeout = 10 * time.Second
 
-// writeStatus sets status.loadBalancer.ingress of a Service when it differs from
-// want. The first attempt starts from the cached Service; after a conflict it
-// reads the Service again.
+// writeStatus sets status.loadBalancer.ingress of a Service when the cached
+// Service's differs from want. It sends a merge patch of the status alone: the
+// cached Service lacks what the informer transform strips, and an update of the
+// status subresource would write its labels and annotations back as they are
+// in the copy. The patch carries the Service's uid, so that it never lands on
+// a Service re-created under the same name; without a resource version it
+// needs no retry on conflict.
 func (c *Controller) writeStatus(cached *corev1.Service, want []corev1.LoadBalancerIngress) error {
 	if source.StatusEqual(cached.Status.LoadBalancer.Ingress, want) {
 		return nil
@@ -29,41 +36,61 @@ func (c *Controller) writeStatus(cached *corev1.Service, want []corev1.LoadBalan
 			Info("dry run: service status would change")
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
-	defer cancel()
-	services := c.kube.CoreV1().Services(cached.Namespace)
-	svc := cached
-	changed := false
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if svc == nil {
-			fresh, err := services.Get(ctx, cached.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			svc = fresh
-		}
-		if svc.UID != cached.UID || source.StatusEqual(svc.Status.LoadBalancer.Ingress, want) {
-			return nil
-		}
-		update := svc.DeepCopy()
-		update.Status.LoadBalancer.Ingress = want
-		svc = nil
-		if _, err := services.UpdateStatus(ctx, update, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-		changed = true
-		return nil
+	patch, err := json.Marshal(statusPatch{
+		Metadata: patchMeta{UID: cached.UID},
+		Status:   patchStatus{LoadBalancer: patchLB{Ingress: want}},
 	})
 	if err != nil {
+		return fmt.Errorf("status patch of service %s/%s: %w", cached.Namespace, cached.Name, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
+	defer cancel()
+	_, err = c.kube.CoreV1().Services(cached.Namespace).Patch(ctx, cached.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	switch {
+	case apierrors.IsNotFound(err) || uidChanged(err):
+		return nil // deleted, or deleted and created again: its own sync follows
+	case err != nil:
 		return fmt.Errorf("update status of service %s/%s: %w", cached.Namespace, cached.Name, err)
 	}
-	if changed {
-		list := describeStatus(want)
-		c.statusWrites.Add(1)
-		c.recorder.Eventf(cached, corev1.EventTypeNormal, source.ReasonAddressesChanged, "load balancer ingress set to %s", list)
-		c.cfg.Log.WithFields(logrus.Fields{"service": cached.Namespace + "/" + cached.Name, "ingress": list}).Info("service status updated")
-	}
+	list := describeStatus(want)
+	c.statusWrites.Add(1)
+	c.recorder.Eventf(cached, corev1.EventTypeNormal, source.ReasonAddressesChanged, "load balancer ingress set to %s", list)
+	c.cfg.Log.WithFields(logrus.Fields{"service": cached.Namespace + "/" + cached.Name, "ingress": list}).Info("service status updated")
 	return nil
+}
+
+// statusPatch is the JSON merge patch writeStatus sends. A nil Ingress is
+// null, which clears the list.
+type statusPatch struct {
+	Metadata patchMeta   `json:"metadata"`
+	Status   patchStatus `json:"status"`
+}
+
+type patchMeta struct {
+	UID types.UID `json:"uid"`
+}
+
+type patchStatus struct {
+	LoadBalancer patchLB `json:"loadBalancer"`
+}
+
+type patchLB struct {
+	Ingress []corev1.LoadBalancerIngress `json:"ingress"`
+}
+
+// uidChanged reports whether a patch was refused because the Service's uid is
+// not the one in the patch.
+func uidChanged(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, cause := range status.Status().Details.Causes {
+		if cause.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
 }
 
 func describeStatus(ingress []corev1.LoadBalancerIngress) string {
@@ -75,4 +102,83 @@ func describeStatus(ingress []corev1.LoadBalancerIngress) string {
 		parts[i] = ing.IP + ing.Hostname
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// statusWorkers is the number of goroutines writing Service status.
+const statusWorkers = 2
+
+// queueStatus queues the status of a Service for writing when it differs from
+// what its publication wants (or is a stale status skylb wrote). Status writes
+// have a queue and workers of their own: they are API requests, throttled by
+// the client's rate limit, and must never hold up the records of other
+// objects behind them.
+func (c *Controller) queueStatus(svc *corev1.Service, pub *source.Publication) {
+	if svc == nil || !c.cfg.Leading() {
+		return
+	}
+	switch {
+	case pub != nil && pub.WriteStatus:
+		if source.StatusEqual(svc.Status.LoadBalancer.Ingress, pub.Status) {
+			return
+		}
+	case pub != nil || !c.builder.StaleStatus(svc):
+		return
+	}
+	c.statusQueue.Add(svc.Namespace + "/" + svc.Name)
+}
+
+// syncStatus writes the status of one Service ("namespace/name") as its current
+// publication wants it.
+func (c *Controller) syncStatus(key string) error {
+	if !c.cfg.Leading() {
+		return nil
+	}
+	ns, name, _ := strings.Cut(key, "/")
+	svc, err := c.services.Services(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	pub := c.index.Publication(source.KindService + "/" + key)
+	c.mu.Unlock()
+	switch {
+	case pub != nil && pub.WriteStatus:
+		return c.writeStatus(svc, pub.Status)
+	case pub == nil && c.builder.StaleStatus(svc):
+		return c.writeStatus(svc, nil)
+	}
+	return nil
+}
+
+func (c *Controller) runStatusWorker(context.Context) {
+	for c.processNextStatus() {
+	}
+}
+
+// processNextStatus writes one queued status; a failure is retried with backoff.
+func (c *Controller) processNextStatus() bool {
+	key, shutdown := c.statusQueue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.statusQueue.Done(key)
+	if err := c.syncStatus(key); err != nil {
+		c.cfg.Log.WithError(err).WithField("service", key).Warn("status write failed; will retry")
+		c.statusQueue.AddRateLimited(key)
+		return true
+	}
+	c.statusQueue.Forget(key)
+	return true
+}
+
+// drainStatus writes the queued status until the queue is empty or ctx ends;
+// writes that fail stay queued for the workers.
+func (c *Controller) drainStatus(ctx context.Context) {
+	for ctx.Err() == nil && c.statusQueue.Len() > 0 {
+		if !c.processNextStatus() {
+			return
+		}
+	}
 }

@@ -5,7 +5,8 @@
 // view is loaded by one paged list of the prefix and kept current by a watch from
 // the next revision, so comparing the two needs no etcd read. When they differ,
 // the Publisher writes the difference in transactions: all changes to one name in
-// one transaction, many names per transaction up to etcd's operation limit.
+// one transaction, many names per transaction up to etcd's operation limit, and a
+// few transactions at once.
 //
 // A key is skylb's when its value is JSON whose "owner" is skylb's owner id. Keys of
 // other owners, hand-written keys and keys whose value is not JSON are never changed

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,10 @@ type Config struct {
 	// driven by changes to objects are never held. 0 means 0.5; 1 or more
 	// disables the check.
 	MaxDeleteRatio float64
+	// MaxTxnsInFlight is how many transactions one flush commits at once
+	// (they touch distinct names); etcd then shares its disk syncs among
+	// them. 0 means 4.
+	MaxTxnsInFlight int
 	// Inactive starts the Publisher without writing, for a replica that is
 	// not (yet) the leader; SetActive starts writing.
 	Inactive bool
@@ -62,6 +67,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxTxnOps == 0 {
 		c.MaxTxnOps = 128
+	}
+	if c.MaxTxnsInFlight <= 0 {
+		c.MaxTxnsInFlight = 4
 	}
 	if c.PageSize == 0 {
 		c.PageSize = 1000
@@ -91,6 +99,7 @@ type Stats struct {
 
 // entry is a key of skylb's in the view, or a tombstone of one it deleted.
 type entry struct {
+	key     string
 	value   []byte
 	host    string
 	modRev  int64
@@ -99,14 +108,49 @@ type entry struct {
 
 // want is a key skylb wants written.
 type want struct {
+	key   string
 	value []byte
 	host  string
 }
 
+// name is what the Publisher holds for one stored name. Most names have one
+// or two records, so both halves are small slices rather than maps: at ten
+// thousand names that is the difference between a few and tens of megabytes.
 type name struct {
-	desired map[string]want   // key -> value; nil when nothing is wanted
-	actual  map[string]*entry // skylb's keys beneath the name
+	// records are the records wanted, as Set handed them over; nil when
+	// nothing is wanted. Their keys and values are encoded when the name is
+	// compared with the view.
+	records []skydns.Record
+	// actual are skylb's keys beneath the name, sorted by key.
+	actual []entry
 }
+
+// find returns the entry of key, or nil.
+func (n *name) find(key string) *entry {
+	if i, ok := slices.BinarySearchFunc(n.actual, key, cmpKey); ok {
+		return &n.actual[i]
+	}
+	return nil
+}
+
+// put adds or replaces the entry of e.key.
+func (n *name) put(e entry) {
+	i, ok := slices.BinarySearchFunc(n.actual, e.key, cmpKey)
+	if ok {
+		n.actual[i] = e
+		return
+	}
+	n.actual = slices.Insert(n.actual, i, e)
+}
+
+// remove drops the entry of key.
+func (n *name) remove(key string) {
+	if i, ok := slices.BinarySearchFunc(n.actual, key, cmpKey); ok {
+		n.actual = slices.Delete(n.actual, i, i+1)
+	}
+}
+
+func cmpKey(e entry, key string) int { return strings.Compare(e.key, key) }
 
 // Publisher keeps skylb's records in etcd equal to the desired records.
 type Publisher struct {
@@ -161,45 +205,49 @@ func trimSlash(s string) string {
 }
 
 // Set replaces the records wanted at one stored name; nil or empty wants none.
-// observed is when the Kubernetes change behind it was seen, or zero.
+// observed is when the Kubernetes change behind it was seen, or zero. Setting
+// the records a name has already is cheap and changes nothing: the controller
+// hands over every name of a group whenever one object of the group changes.
 func (p *Publisher) Set(stored string, records []skydns.Record, observed time.Time) {
-	var desired map[string]want
-	if len(records) > 0 {
-		desired = make(map[string]want, len(records))
-		for _, r := range records {
-			desired[skydns.Key(p.cfg.Prefix, p.cfg.Owner, r)] = want{value: skydns.Encode(p.cfg.Owner, r), host: r.Host}
-		}
+	if len(records) == 0 {
+		records = nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := p.names[stored]
 	if n == nil {
-		if desired == nil {
+		if records == nil {
 			return
 		}
 		n = &name{}
 		p.names[stored] = n
 	}
-	if sameWants(n.desired, desired) {
+	if (n.records == nil) == (records == nil) && slices.Equal(n.records, records) {
 		return
 	}
-	n.desired = desired
+	n.records = slices.Clip(slices.Clone(records))
 	if t, ok := p.since[stored]; !observed.IsZero() && (!ok || observed.Before(t)) {
 		p.since[stored] = observed
 	}
 	p.markLocked(stored)
 }
 
-func sameWants(a, b map[string]want) bool {
-	if len(a) != len(b) {
-		return false
+// wants encodes the keys and values of records, sorted by key; of records
+// with the same key the last one counts.
+func (p *Publisher) wants(records []skydns.Record) []want {
+	out := make([]want, 0, len(records))
+	for _, r := range records {
+		out = append(out, want{key: skydns.Key(p.cfg.Prefix, p.cfg.Owner, r), value: skydns.Encode(p.cfg.Owner, r), host: r.Host})
 	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || !bytes.Equal(v.value, w.value) {
-			return false
+	slices.SortStableFunc(out, func(a, b want) int { return strings.Compare(a.key, b.key) })
+	kept := out[:0]
+	for i, w := range out {
+		if i+1 < len(out) && out[i+1].key == w.key {
+			continue
 		}
+		kept = append(kept, w)
 	}
-	return true
+	return kept
 }
 
 // Complete declares that every wanted name has been Set. From then on the
@@ -369,7 +417,7 @@ type change struct {
 	event    bool      // marked by a change rather than by a full reconciliation
 	observed time.Time // when the Kubernetes change behind it was seen, or zero
 	ops      []clientv3.Op
-	puts     map[string]want
+	puts     []want
 	dels     []string
 	added    []string
 	removed  []string
@@ -402,30 +450,64 @@ func (p *Publisher) flush(ctx context.Context) error {
 	clear(p.since)
 	p.mu.Unlock()
 
-	var failed error
+	// The batches are committed up to MaxTxnsInFlight at once. After a
+	// failure no new batch starts: the failed and the unstarted ones stay dirty.
+	var (
+		wg       sync.WaitGroup
+		failMu   sync.Mutex
+		failed   error
+		inFlight = make(chan struct{}, p.cfg.MaxTxnsInFlight)
+	)
+	stopped := func() bool {
+		failMu.Lock()
+		defer failMu.Unlock()
+		return failed != nil
+	}
+	requeue := func(batch []change) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, c := range batch {
+			if _, ok := p.dirty[c.name]; !ok {
+				p.dirty[c.name] = c.event
+			}
+			if _, ok := p.since[c.name]; !ok && !c.observed.IsZero() {
+				p.since[c.name] = c.observed
+			}
+		}
+	}
 	for len(changes) > 0 {
 		n, ops := 0, 0
 		for n < len(changes) && (n == 0 || ops+len(changes[n].ops) <= p.cfg.MaxTxnOps) {
 			ops += len(changes[n].ops)
 			n++
 		}
-		batch := changes[:n]
+		batch := changes[:n:n]
 		changes = changes[n:]
-		if err := p.commit(ctx, batch); err != nil {
-			failed = err
-			p.mu.Lock()
-			for _, c := range append(batch, changes...) {
-				if _, ok := p.dirty[c.name]; !ok {
-					p.dirty[c.name] = c.event
-				}
-				if _, ok := p.since[c.name]; !ok && !c.observed.IsZero() {
-					p.since[c.name] = c.observed
-				}
-			}
-			p.mu.Unlock()
-			break
+		if stopped() {
+			requeue(batch)
+			continue
 		}
+		inFlight <- struct{}{}
+		if stopped() {
+			<-inFlight
+			requeue(batch)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-inFlight }()
+			if err := p.commit(ctx, batch); err != nil {
+				failMu.Lock()
+				if failed == nil {
+					failed = err
+				}
+				failMu.Unlock()
+				requeue(batch)
+			}
+		}()
 	}
+	wg.Wait()
 	p.mu.Lock()
 	p.flushing = false
 	if len(p.dirty) > 0 && failed == nil {
@@ -443,31 +525,31 @@ func (p *Publisher) diffLocked(stored string) (change, bool) {
 		return change{}, false
 	}
 	c := change{name: stored, event: p.dirty[stored]}
-	for _, key := range sortedKeys(n.desired) {
-		w := n.desired[key]
-		if e := n.actual[key]; e != nil && !e.deleted && bytes.Equal(e.value, w.value) {
+	wants := p.wants(n.records)
+	for _, w := range wants {
+		e := n.find(w.key)
+		if e != nil && !e.deleted && bytes.Equal(e.value, w.value) {
 			continue
 		}
-		if c.puts == nil {
-			c.puts = make(map[string]want)
-		}
-		c.puts[key] = w
-		c.ops = append(c.ops, clientv3.OpPut(key, string(w.value)))
-		if e := n.actual[key]; e == nil || e.deleted || e.host != w.host {
+		c.puts = append(c.puts, w)
+		c.ops = append(c.ops, clientv3.OpPut(w.key, string(w.value)))
+		if e == nil || e.deleted || e.host != w.host {
 			c.added = append(c.added, w.host)
 		}
 	}
-	for _, key := range sortedKeys(n.actual) {
-		e := n.actual[key]
-		if _, ok := n.desired[key]; ok || e.deleted {
+	for _, e := range n.actual {
+		if e.deleted {
 			continue
 		}
-		c.dels = append(c.dels, key)
-		c.ops = append(c.ops, clientv3.OpDelete(key))
+		if _, ok := slices.BinarySearchFunc(wants, e.key, func(w want, key string) int { return strings.Compare(w.key, key) }); ok {
+			continue
+		}
+		c.dels = append(c.dels, e.key)
+		c.ops = append(c.ops, clientv3.OpDelete(e.key))
 		c.removed = append(c.removed, e.host)
 	}
 	if len(c.ops) == 0 {
-		if n.desired == nil && len(n.actual) == 0 {
+		if n.records == nil && len(n.actual) == 0 {
 			delete(p.names, stored)
 		}
 		return change{}, false
@@ -527,19 +609,10 @@ func (p *Publisher) CountRecords(f func(stored string, t skydns.Type)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for stored, n := range p.names {
-		for _, w := range n.desired {
-			f(stored, skydns.Record{Host: w.host}.Type())
+		for _, r := range n.records {
+			f(stored, r.Type())
 		}
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // commit writes a batch of changes in one transaction and records the result in the view.
@@ -593,14 +666,11 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 	defer p.mu.Unlock()
 	for _, c := range batch {
 		n := p.names[c.name]
-		if n.actual == nil {
-			n.actual = make(map[string]*entry)
-		}
-		for key, w := range c.puts {
-			n.actual[key] = &entry{value: w.value, host: w.host, modRev: rev}
+		for _, w := range c.puts {
+			n.put(entry{key: w.key, value: w.value, host: w.host, modRev: rev})
 		}
 		for _, key := range c.dels {
-			n.actual[key] = &entry{modRev: rev, deleted: true}
+			n.put(entry{key: key, modRev: rev, deleted: true})
 			p.tombs = append(p.tombs, tomb{name: c.name, key: key, rev: rev})
 		}
 		p.puts.Add(int64(len(c.puts)))

@@ -3,6 +3,8 @@ package publish
 import (
 	"bytes"
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -49,7 +51,7 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 	p.loaded = false
 	p.mu.Unlock()
 
-	owned := make(map[string]map[string]*entry)
+	owned := make(map[string][]entry)
 	end := clientv3.GetPrefixRangeEnd(p.dir)
 	key, rev := p.dir, int64(0)
 	for {
@@ -72,10 +74,7 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 				continue
 			}
 			if host, mine := p.owns(kv.Value); mine {
-				if owned[stored] == nil {
-					owned[stored] = make(map[string]*entry)
-				}
-				owned[stored][string(kv.Key)] = &entry{value: kv.Value, host: host, modRev: kv.ModRevision}
+				owned[stored] = append(owned[stored], entry{key: string(kv.Key), value: kv.Value, host: host, modRev: kv.ModRevision})
 			}
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
@@ -86,6 +85,10 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for _, actual := range owned {
+		// A range returns keys in order, so this only checks.
+		slices.SortFunc(actual, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	}
 	for stored, n := range p.names {
 		n.actual = owned[stored]
 		delete(owned, stored)
@@ -163,7 +166,7 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 		n := p.names[stored]
 		var old *entry
 		if n != nil {
-			old = n.actual[key]
+			old = n.find(key)
 		}
 		if old != nil && ev.Kv.ModRevision <= old.modRev {
 			continue
@@ -178,13 +181,10 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 				n = &name{}
 				p.names[stored] = n
 			}
-			if n.actual == nil {
-				n.actual = make(map[string]*entry)
-			}
-			n.actual[key] = &entry{value: ev.Kv.Value, host: host, modRev: ev.Kv.ModRevision}
+			n.put(entry{key: key, value: ev.Kv.Value, host: host, modRev: ev.Kv.ModRevision})
 		case old != nil:
 			// Deleted, or overwritten with something that is not skylb's.
-			delete(n.actual, key)
+			n.remove(key)
 		default:
 			continue
 		}
@@ -202,8 +202,8 @@ func (p *Publisher) pruneTombsLocked(rev int64) {
 			continue
 		}
 		if n := p.names[t.name]; n != nil {
-			if e := n.actual[t.key]; e != nil && e.deleted && e.modRev == t.rev {
-				delete(n.actual, t.key)
+			if e := n.find(t.key); e != nil && e.deleted && e.modRev == t.rev {
+				n.remove(t.key)
 			}
 		}
 	}

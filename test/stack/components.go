@@ -60,8 +60,8 @@ func (s *Stack) component(name string) (componentSpec, error) {
 		// etcd/run-etcd.sh holds the mutual-TLS flags (etcd/etcd.flags).
 		return componentSpec{
 			path: "/bin/bash",
-			args: []string{filepath.Join(s.Root, "etcd", "run-etcd.sh"), s.Certs, filepath.Join(s.Dir, "etcd-data"),
-				s.EtcdURL, fmt.Sprintf("https://127.0.0.1:%d", p.EtcdPeer), "--log-level=warn"},
+			args: append([]string{filepath.Join(s.Root, "etcd", "run-etcd.sh"), s.Certs, filepath.Join(s.Dir, "etcd-data"),
+				s.EtcdURL, fmt.Sprintf("https://127.0.0.1:%d", p.EtcdPeer), "--log-level=warn"}, s.etcdMetricsArgs()...),
 			env: []string{"SKYLB_ETCD=" + s.bin("etcd")},
 		}, nil
 	case "kube-etcd":
@@ -116,25 +116,79 @@ func (s *Stack) component(name string) (componentSpec, error) {
 			"--v=1",
 		}}, nil
 	case "coredns":
-		return componentSpec{
-			path: s.bin("coredns"),
-			args: []string{"-conf", s.Corefile},
-			env: []string{
-				"SKYLB_DNS_ZONE=" + s.Zone,
-				"SKYLB_DNS_BIND=127.0.0.1",
-				"SKYLB_DNS_PORT=" + strconv.Itoa(p.DNS),
-				"SKYLB_DNS_CACHE_TTL=" + strconv.Itoa(s.CacheTTL),
-				"SKYLB_ETCD_ENDPOINT=" + s.EtcdURL,
-				"SKYLB_ETCD_CERT=" + filepath.Join(s.Certs, "coredns.crt"),
-				"SKYLB_ETCD_KEY=" + filepath.Join(s.Certs, "coredns.key"),
-				"SKYLB_ETCD_CA=" + filepath.Join(s.Certs, "ca.crt"),
-				fmt.Sprintf("SKYLB_HEALTH_ADDR=127.0.0.1:%d", p.DNSHealth),
-				fmt.Sprintf("SKYLB_READY_ADDR=127.0.0.1:%d", p.DNSReady),
-				fmt.Sprintf("SKYLB_METRICS_ADDR=127.0.0.1:%d", p.DNSMetrics),
-			},
-		}, nil
+		return s.corednsSpec(s.Corefile, s.CacheTTL, p.DNS, p.DNSHealth, p.DNSReady, p.DNSMetrics), nil
 	}
 	return componentSpec{}, fmt.Errorf("stack: unknown component %q", name)
+}
+
+// corednsSpec is the command line of a CoreDNS serving the zone from the DNS
+// etcd with corefile, on the given loopback ports.
+func (s *Stack) corednsSpec(corefile string, cacheTTL, dns, health, ready, metrics int) componentSpec {
+	return componentSpec{
+		path: s.bin("coredns"),
+		args: []string{"-conf", corefile},
+		env: []string{
+			"SKYLB_DNS_ZONE=" + s.Zone,
+			"SKYLB_DNS_BIND=127.0.0.1",
+			"SKYLB_DNS_PORT=" + strconv.Itoa(dns),
+			"SKYLB_DNS_CACHE_TTL=" + strconv.Itoa(cacheTTL),
+			"SKYLB_ETCD_ENDPOINT=" + s.EtcdURL,
+			"SKYLB_ETCD_CERT=" + filepath.Join(s.Certs, "coredns.crt"),
+			"SKYLB_ETCD_KEY=" + filepath.Join(s.Certs, "coredns.key"),
+			"SKYLB_ETCD_CA=" + filepath.Join(s.Certs, "ca.crt"),
+			fmt.Sprintf("SKYLB_HEALTH_ADDR=127.0.0.1:%d", health),
+			fmt.Sprintf("SKYLB_READY_ADDR=127.0.0.1:%d", ready),
+			fmt.Sprintf("SKYLB_METRICS_ADDR=127.0.0.1:%d", metrics),
+		},
+	}
+}
+
+// etcdMetricsArgs returns the DNS etcd's --listen-metrics-urls flag when the
+// stack has a metrics port for it.
+func (s *Stack) etcdMetricsArgs() []string {
+	if s.Ports.EtcdMetrics == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("--listen-metrics-urls=http://127.0.0.1:%d", s.Ports.EtcdMetrics)}
+}
+
+// StartCoreDNS runs one more CoreDNS as the named process, serving the zone
+// from the DNS etcd with corefile (default Options.Corefile) and cacheTTL
+// (SKYLB_DNS_CACHE_TTL; 0 means Options.CacheTTL), on free loopback ports. It
+// returns once the new CoreDNS is ready, with its DNS address (UDP and TCP).
+// Stop stops it with the rest of the stack.
+func (s *Stack) StartCoreDNS(ctx context.Context, name, corefile string, cacheTTL int) (*Proc, string, error) {
+	if corefile == "" {
+		corefile = s.Corefile
+	}
+	if cacheTTL <= 0 {
+		cacheTTL = s.CacheTTL
+	}
+	taken := map[int]bool{}
+	var ports [4]int
+	for i := range ports {
+		port, err := freePort(taken)
+		if err != nil {
+			return nil, "", err
+		}
+		taken[port], ports[i] = true, port
+	}
+	spec := s.corednsSpec(corefile, cacheTTL, ports[0], ports[1], ports[2], ports[3])
+	p := s.newProc(name, spec.path, spec.args, spec.env)
+	readyURL := fmt.Sprintf("http://127.0.0.1:%d/ready", ports[2])
+	p.ready = func(ctx context.Context) error {
+		_, err := httpGet(ctx, http.DefaultClient, readyURL, "")
+		return err
+	}
+	t := time.Now()
+	if err := s.launch(p); err != nil {
+		return nil, "", err
+	}
+	if err := waitReady(ctx, p, readyTimeout("coredns"), p.ready); err != nil {
+		return p, "", err
+	}
+	s.logf("%s ready in %.1fs (pid %d)", name, time.Since(t).Seconds(), p.PID())
+	return p, fmt.Sprintf("127.0.0.1:%d", ports[0]), nil
 }
 
 // readiness returns the check that the named process serves, or nil for

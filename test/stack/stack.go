@@ -79,6 +79,10 @@ type Options struct {
 	Corefile string
 	// SkylbBuildFlags are extra flags for "go build" of skylb, e.g. -race.
 	SkylbBuildFlags []string
+	// EtcdMetrics gives the DNS etcd a plain-HTTP /metrics and /health
+	// listener on loopback (--listen-metrics-urls, Ports.EtcdMetrics), so that
+	// its request counters can be read without a client certificate.
+	EtcdMetrics bool
 }
 
 // Ports are the loopback ports of the stack's listeners.
@@ -94,6 +98,9 @@ type Ports struct {
 	DNSReady          int `json:"dns_ready"`          // CoreDNS /ready
 	DNSMetrics        int `json:"dns_metrics"`        // CoreDNS /metrics
 	Skylb             int `json:"skylb"`              // HTTP endpoint (/healthz, /readyz, /metrics) of the skylb named "skylb"
+	// EtcdMetrics is the DNS etcd's plain-HTTP /metrics listener; used only
+	// with Options.EtcdMetrics (or when set).
+	EtcdMetrics int `json:"etcd_metrics,omitempty"`
 }
 
 // Stack is a running local stack.
@@ -108,6 +115,9 @@ type Stack struct {
 	DNSAddr      string               // "127.0.0.1:port" of CoreDNS (UDP and TCP)
 	Kube         kubernetes.Interface // admin client
 	RestConfig   *rest.Config         // admin client configuration, for other clients
+	// EtcdMetricsURL is http://127.0.0.1:port of the DNS etcd's plain-HTTP
+	// /metrics listener; empty without Options.EtcdMetrics.
+	EtcdMetricsURL string
 
 	mu    sync.Mutex
 	procs []*Proc // in start order
@@ -244,6 +254,9 @@ func (s *Stack) setURLs() {
 	s.KubeEtcdURL = fmt.Sprintf("http://127.0.0.1:%d", p.KubeEtcd)
 	s.APIServerURL = fmt.Sprintf("https://127.0.0.1:%d", p.APIServer)
 	s.DNSAddr = fmt.Sprintf("127.0.0.1:%d", p.DNS)
+	if p.EtcdMetrics != 0 {
+		s.EtcdMetricsURL = fmt.Sprintf("http://127.0.0.1:%d", p.EtcdMetrics)
+	}
 }
 
 // Start starts the stack and returns once every process serves: certificates
@@ -272,7 +285,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
-	if err := s.Ports.allocate(); err != nil {
+	if err := s.Ports.allocate(o.EtcdMetrics); err != nil {
 		return nil, err
 	}
 	s.setURLs()
@@ -558,9 +571,13 @@ func (s *Stack) kubeClient() error {
 }
 
 // allocate picks free loopback ports for the zero fields, all distinct.
-func (p *Ports) allocate() error {
+// Ports.EtcdMetrics is allocated only with etcdMetrics.
+func (p *Ports) allocate(etcdMetrics bool) error {
 	fields := []*int{&p.Etcd, &p.EtcdPeer, &p.KubeEtcd, &p.KubeEtcdPeer, &p.APIServer,
 		&p.ControllerManager, &p.DNS, &p.DNSHealth, &p.DNSReady, &p.DNSMetrics, &p.Skylb}
+	if etcdMetrics || p.EtcdMetrics != 0 {
+		fields = append(fields, &p.EtcdMetrics)
+	}
 	taken := map[int]bool{}
 	for _, f := range fields {
 		if *f != 0 {
@@ -671,6 +688,9 @@ func Load(dir string) (*Stack, error) {
 	})
 	s.Certs, s.EtcdURL, s.KubeEtcdURL, s.APIServerURL = st.Certs, st.EtcdURL, st.KubeEtcdURL, st.APIServerURL
 	s.Kubeconfig, s.DNSAddr = st.Kubeconfig, st.DNSAddr
+	if st.Ports.EtcdMetrics != 0 {
+		s.EtcdMetricsURL = fmt.Sprintf("http://127.0.0.1:%d", st.Ports.EtcdMetrics)
+	}
 	for _, ps := range st.Procs {
 		p := s.newProc(ps.Name, ps.Path, ps.Args, ps.Env)
 		p.dir, p.log = ps.Dir, ps.Log

@@ -1,0 +1,108 @@
+package publish
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/skylb/skylb/internal/etcdtest"
+	"github.com/skylb/skylb/internal/skydns"
+)
+
+func quiet() logrus.FieldLogger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return l
+}
+
+// records returns n A records of one name.
+func records(name string, n int) []skydns.Record {
+	out := make([]skydns.Record, n)
+	a := netip.MustParseAddr("10.0.0.1")
+	for i := range out {
+		out[i] = skydns.Record{Name: name, Host: a.String(), TTL: 30, Source: "service/shop/web"}
+		a = a.Next()
+	}
+	return out
+}
+
+// BenchmarkDiff measures the comparison of one name's wanted records with the
+// view: encoding their keys and values and finding what to write.
+func BenchmarkDiff(b *testing.B) {
+	for _, n := range []int{1, 10, 64} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			p := New(nil, Config{Prefix: "/skydns", Owner: "bench", Log: quiet()})
+			p.Set("web.shop.example.org", records("web.shop.example.org", n), time.Time{})
+			// The view holds all but the last record.
+			nm := p.names["web.shop.example.org"]
+			for _, w := range p.wants(nm.records)[:n-1] {
+				nm.put(entry{key: w.key, value: w.value, host: w.host, modRev: 1})
+			}
+			b.ResetTimer()
+			for range b.N {
+				p.mu.Lock()
+				c, ok := p.diffLocked("web.shop.example.org")
+				p.mu.Unlock()
+				if !ok || len(c.puts) != 1 {
+					b.Fatalf("diff = %d puts, want 1", len(c.puts))
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSetUnchanged measures handing over a name's records when they have
+// not changed, which the controller does for every name of a group whenever
+// one of its objects changes.
+func BenchmarkSetUnchanged(b *testing.B) {
+	p := New(nil, Config{Prefix: "/skydns", Owner: "bench", Log: quiet()})
+	recs := records("web.shop.example.org", 3)
+	p.Set("web.shop.example.org", recs, time.Time{})
+	b.ResetTimer()
+	for range b.N {
+		p.Set("web.shop.example.org", recs, time.Time{})
+	}
+}
+
+// BenchmarkFlush measures writing many names to a real etcd (in-process, with
+// mutual TLS) from a cold start: what skylb does after its caches synced.
+func BenchmarkFlush(b *testing.B) {
+	if testing.Short() {
+		b.Skip("needs etcd")
+	}
+	srv := etcdtest.Start(b)
+	client := srv.NewClient(b)
+	for _, inFlight := range []int{1, 4} {
+		b.Run(fmt.Sprintf("names=5000,in-flight=%d", inFlight), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				ctx, cancel := context.WithCancel(context.Background())
+				if _, err := client.Delete(ctx, "/skydns/", clientv3.WithPrefix()); err != nil {
+					b.Fatal(err)
+				}
+				p := New(client, Config{Prefix: "/skydns", Owner: "bench", MaxTxnsInFlight: inFlight, Log: quiet()})
+				done := make(chan struct{})
+				go func() { defer close(done); p.Run(ctx) }()
+				for i := range 5000 {
+					name := fmt.Sprintf("svc-%04d.ns-%02d.example.org", i%100, i/100)
+					p.Set(name, records(name, 1), time.Time{})
+				}
+				b.StartTimer()
+				p.Complete()
+				if err := p.WaitIdle(ctx); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				cancel()
+				<-done
+				b.StartTimer()
+			}
+		})
+	}
+}

@@ -1,0 +1,487 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/skylb/skylb/test/stack"
+)
+
+// propNS is the namespace of the small cluster's Services.
+const propNS = "prop"
+
+// change is one timed API write and the answer it should lead to.
+type change struct {
+	kind  string
+	name  string   // DNS name
+	want  []string // A records CoreDNS should answer
+	write func(context.Context) error
+}
+
+// timed is what one change took.
+type timed struct {
+	api, etcd, dns time.Duration
+	etcdOK         bool
+	events         []watchEvent // etcd changes from the write until shortly after the answer
+}
+
+// measure makes one change and polls CoreDNS every millisecond until it
+// answers the new address set.
+func (b *bench) measure(ctx context.Context, c change, settle time.Duration) (timed, error) {
+	var t timed
+	mark := b.rec.mark()
+	t0 := time.Now()
+	if err := c.write(ctx); err != nil {
+		return t, fmt.Errorf("%s %s: %w", c.kind, c.name, err)
+	}
+	t.api = time.Since(t0)
+	at, err := b.dns.waitAnswer(ctx, c.name, c.want, 10*time.Second)
+	if err != nil {
+		return t, fmt.Errorf("%s: %w", c.kind, err)
+	}
+	t.dns = at.Sub(t0)
+	if settle > 0 {
+		time.Sleep(settle)
+	}
+	if ev, ok := b.rec.first(mark, storedPath(c.name)); ok {
+		t.etcd, t.etcdOK = ev.at.Sub(t0), true
+	}
+	t.events, _ = b.rec.since(mark)
+	return t, nil
+}
+
+// propagation times changes on a small cluster: Services created, endpoints
+// added and endpoints made unready, in turn.
+func (b *bench) propagation(ctx context.Context, res *results) error {
+	if err := b.startSkylb(ctx); err != nil {
+		return err
+	}
+	if _, err := b.waitSkylbReady(ctx, time.Minute); err != nil {
+		return err
+	}
+	if err := createNamespace(ctx, b.kube, propNS); err != nil {
+		return err
+	}
+	before, err := b.skylbMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	p := &propagation{Changes: b.o.changes, ByKind: map[string]quantiles{}}
+	var all, etcd, api []time.Duration
+	byKind := map[string][]time.Duration{}
+	base := netip.MustParseAddr("10.244.0.1")
+	for i := 0; len(all) < b.o.changes; i++ {
+		svc := fmt.Sprintf("web-%03d", i)
+		name := svc + "." + propNS + ".example.org"
+		ip1, ip2 := addrN(base, 2*i).String(), addrN(base, 2*i+1).String()
+		// The endpoints exist before the Service, as when a Service is
+		// created for running pods.
+		if err := setEndpoints(ctx, b.kube, propNS, svc, []endpoint{{ip1, true}}); err != nil {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+		changes := []change{
+			{kind: "service created", name: name, want: []string{ip1}, write: func(ctx context.Context) error {
+				_, err := b.kube.CoreV1().Services(propNS).Create(ctx, podsService(propNS, svc), metav1.CreateOptions{})
+				return err
+			}},
+			{kind: "endpoint added", name: name, want: []string{ip1, ip2}, write: func(ctx context.Context) error {
+				return setEndpoints(ctx, b.kube, propNS, svc, []endpoint{{ip1, true}, {ip2, true}})
+			}},
+			{kind: "endpoint unready", name: name, want: []string{ip2}, write: func(ctx context.Context) error {
+				return setEndpoints(ctx, b.kube, propNS, svc, []endpoint{{ip1, false}, {ip2, true}})
+			}},
+		}
+		for _, c := range changes {
+			if len(all) >= b.o.changes {
+				break
+			}
+			t, err := b.measure(ctx, c, 0)
+			if err != nil {
+				return err
+			}
+			all = append(all, t.dns)
+			api = append(api, t.api)
+			byKind[c.kind] = append(byKind[c.kind], t.dns)
+			if t.etcdOK {
+				etcd = append(etcd, t.etcd)
+			}
+			// Let the status write-back and its echo pass before the next change.
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	after, err := b.skylbMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	if p.Deployment, err = b.deploymentScaled(ctx); err != nil {
+		return err
+	}
+	p.DNS, p.Etcd, p.API = summarise(all), summarise(etcd), summarise(api)
+	for k, v := range byKind {
+		p.ByKind[k] = summarise(v)
+	}
+	p.Skylb = fromHistogram(after.histogram("skylb_propagation_seconds").minus(before.histogram("skylb_propagation_seconds")))
+	res.Propagation = p
+	logf("propagation: p50 %.1f ms, p99 %.1f ms, max %.1f ms; inside skylb p99 %.1f ms", p.DNS.P50, p.DNS.P99, p.DNS.Max, p.Skylb.P99)
+	return nil
+}
+
+// deploymentScaled scales a Deployment between one and two replicas and times
+// each scale from the API write to CoreDNS answering with as many addresses:
+// the path a user sees, through kube-controller-manager's deployment,
+// replica-set and endpointslice controllers and the simulated kubelet.
+func (b *bench) deploymentScaled(ctx context.Context) (quantiles, error) {
+	nodes := []stack.NodeSpec{
+		{Name: "node-1", InternalIP: []string{"192.0.2.11"}, PodCIDR: "10.245.1.0/24"},
+		{Name: "node-2", InternalIP: []string{"192.0.2.12"}, PodCIDR: "10.245.2.0/24"},
+	}
+	if err := b.st.CreateNodes(ctx, nodes...); err != nil {
+		return quantiles{}, err
+	}
+	kctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go stack.RunKubelet(kctx, b.st.Kube, []string{"node-1", "node-2"})
+	const app = "scaled"
+	if _, err := b.kube.AppsV1().Deployments(propNS).Create(ctx, stack.Deployment(propNS, app, 1, 8080), metav1.CreateOptions{}); err != nil {
+		return quantiles{}, err
+	}
+	svc := podsService(propNS, app)
+	svc.Spec.Selector = map[string]string{"app": app}
+	if _, err := b.kube.CoreV1().Services(propNS).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		return quantiles{}, err
+	}
+	name := app + "." + propNS + "." + benchZone
+	if _, err := b.dns.waitCount(ctx, name, 1, time.Minute); err != nil {
+		return quantiles{}, err
+	}
+	scale := func(n int32) error {
+		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)
+		_, err := b.kube.AppsV1().Deployments(propNS).Patch(ctx, app, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}
+	var lat []time.Duration
+	for i := range b.o.deployChanges {
+		n := int32(2 - i%2)
+		t0 := time.Now()
+		if err := scale(n); err != nil {
+			return quantiles{}, err
+		}
+		at, err := b.dns.waitCount(ctx, name, int(n), 30*time.Second)
+		if err != nil {
+			return quantiles{}, err
+		}
+		lat = append(lat, at.Sub(t0))
+		time.Sleep(200 * time.Millisecond)
+	}
+	q := summarise(lat)
+	logf("deployment scaled: p50 %.1f ms, p99 %.1f ms over %d changes", q.P50, q.P99, q.N)
+	return q, nil
+}
+
+// scaledNS and scaledSvc are the Service of phase 4, which skylb implements
+// with the pods address source among the large cluster's Services.
+const (
+	scaledSvc  = "scaled"
+	benchZone  = "example.org"
+	benchPaths = "/skydns/org/example/bench-"
+)
+
+func (b *bench) scaledName() string {
+	return scaledSvc + "." + b.o.scale.namespace(0) + "." + benchZone
+}
+
+// coldStart stops skylb, creates the large cluster, starts skylb and times it
+// until every record is in etcd.
+func (b *bench) coldStart(ctx context.Context, res *results) error {
+	if err := b.skylb.Stop(); err != nil {
+		return err
+	}
+	sc := b.o.scale
+	c := &coldStart{Objects: sc.Services + sc.Ingresses + 1, Keys: sc.Services + sc.Ingresses + 1}
+	t := time.Now()
+	logf("creating %d Services and %d Ingresses in %d namespaces, with their status", sc.Services, sc.Ingresses, sc.Namespaces)
+	if err := populate(ctx, b.kube, sc, b.o.creators, logf); err != nil {
+		return err
+	}
+	ns0 := sc.namespace(0)
+	if err := setEndpoints(ctx, b.kube, ns0, scaledSvc, []endpoint{{"10.200.0.1", true}}); err != nil {
+		return err
+	}
+	if _, err := b.kube.CoreV1().Services(ns0).Create(ctx, podsService(ns0, scaledSvc), metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	c.PopulateSeconds = time.Since(t).Seconds()
+	logf("created %d objects in %.1fs", c.Objects, c.PopulateSeconds)
+	if n, err := b.countKeys(ctx, benchPaths); err != nil || n != 0 {
+		return fmt.Errorf("etcd holds %d records of the large cluster before skylb starts (%v)", n, err)
+	}
+	etcdBefore, err := b.etcdMetrics(ctx)
+	if err != nil {
+		return err
+	}
+
+	logPath := b.st.LogFile("skylb")
+	lw := watchLog(logPath, fileSize(logPath), "caches synced; desired records computed")
+	defer lw.close()
+	mark := b.rec.mark()
+	t0 := time.Now()
+	if err := b.startSkylb(ctx); err != nil {
+		return err
+	}
+	stopRSS := rssPeaks(b.skylb.PID)
+	// The records arrive on the benchmark's etcd watch.
+	keys := map[string]bool{}
+	var first, last time.Time
+	deadline := time.Now().Add(2 * time.Minute)
+	for i := mark; len(keys) < c.Keys; {
+		evs, next := b.rec.since(i)
+		i = next
+		for _, ev := range evs {
+			if ev.put && strings.HasPrefix(ev.key, benchPaths) && !keys[ev.key] {
+				keys[ev.key] = true
+				if first.IsZero() {
+					first = ev.at
+				}
+				last = ev.at
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%d of %d records in etcd after %v", len(keys), c.Keys, time.Since(t0).Round(time.Millisecond))
+		}
+		if !b.skylb.Running() {
+			return fmt.Errorf("skylb exited (%v); see %s", b.skylb.ExitError(), b.skylb.LogFile())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.FirstRecordSeconds, c.LastRecordSeconds = first.Sub(t0).Seconds(), last.Sub(t0).Seconds()
+	readyAt, err := b.waitSkylbReady(ctx, time.Minute)
+	if err != nil {
+		return err
+	}
+	c.ReadySeconds = readyAt.Sub(t0).Seconds()
+	if at, line, err := lw.wait("caches synced; desired records computed", 2*time.Second); err == nil {
+		took, _ := time.ParseDuration(logField(line, "took"))
+		c.DesiredSeconds = at.Sub(t0).Seconds()
+		c.CachesSyncedSeconds = at.Add(-took).Sub(t0).Seconds()
+		c.LastRecordAfterSync = c.LastRecordSeconds - c.CachesSyncedSeconds
+	} else {
+		return err
+	}
+	// Let the last transaction's echo and the Go runtime settle.
+	time.Sleep(time.Second)
+	anon, file := stopRSS()
+	c.PeakAnonMiB, c.PeakFileMiB = mib(anon), mib(file)
+	u, err := readProc(b.skylb.PID())
+	if err != nil {
+		return err
+	}
+	c.PeakRSSMiB, c.RSSMiB, c.CPUSeconds = mib(u.PeakRSS), mib(u.RSS), u.CPU
+	m, err := b.skylbMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	c.Txns = m.sum("skylb_etcd_transactions_total", nil)
+	c.KeysWritten = m.sum("skylb_etcd_keys_written_total", map[string]string{"operation": "put"})
+	c.HeapInuseMiB = m.sum("go_memstats_heap_inuse_bytes", nil) / (1 << 20)
+	if etcdAfter, err := b.etcdMetrics(ctx); err == nil {
+		txn := map[string]string{"grpc_method": "Txn"}
+		c.EtcdTxns = etcdAfter.sum("grpc_server_started_total", txn) - etcdBefore.sum("grpc_server_started_total", txn)
+	}
+	res.ColdStart = c
+	logf("cold start: caches synced %.2fs, last record %.2fs (%.2fs after sync), ready %.2fs; peak RSS %.1f MiB, CPU %.2fs; %0.f txns, %.0f keys",
+		c.CachesSyncedSeconds, c.LastRecordSeconds, c.LastRecordAfterSync, c.ReadySeconds, c.PeakRSSMiB, c.CPUSeconds, c.Txns, c.KeysWritten)
+	return nil
+}
+
+// restart restarts skylb over the converged state.
+func (b *bench) restart(ctx context.Context, res *results) error {
+	r := &restartResult{}
+	rev0, err := b.revision(ctx)
+	if err != nil {
+		return err
+	}
+	t := time.Now()
+	if err := b.skylb.Stop(); err != nil {
+		return err
+	}
+	r.StopSeconds = time.Since(t).Seconds()
+	logPath := b.st.LogFile("skylb")
+	lw := watchLog(logPath, fileSize(logPath), "caches synced; desired records computed")
+	defer lw.close()
+	t0 := time.Now()
+	if err := b.startSkylb(ctx); err != nil {
+		return err
+	}
+	readyAt, err := b.waitSkylbReady(ctx, time.Minute)
+	if err != nil {
+		return err
+	}
+	r.ReadySeconds = readyAt.Sub(t0).Seconds()
+	if at, line, err := lw.wait("caches synced; desired records computed", 2*time.Second); err == nil {
+		took, _ := time.ParseDuration(logField(line, "took"))
+		r.CachesSyncedSeconds = at.Add(-took).Sub(t0).Seconds()
+	} else {
+		return err
+	}
+	// Whatever it would write, it writes right after the first full pass.
+	time.Sleep(3 * time.Second)
+	m, err := b.skylbMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	r.KeysWritten = m.sum("skylb_etcd_keys_written_total", nil)
+	r.Txns = m.sum("skylb_etcd_transactions_total", nil)
+	rev1, err := b.revision(ctx)
+	if err != nil {
+		return err
+	}
+	r.RevisionDelta = rev1 - rev0
+	if u, err := readProc(b.skylb.PID()); err == nil {
+		r.PeakRSSMiB, r.CPUSeconds = mib(u.PeakRSS), u.CPU
+	}
+	res.Restart = r
+	logf("restart: ready in %.2fs, %.0f keys written, etcd revision %+d", r.ReadySeconds, r.KeysWritten, r.RevisionDelta)
+	return nil
+}
+
+// oneChange adds and removes an endpoint of one Service among the large
+// cluster's and counts the keys each change writes.
+func (b *bench) oneChange(ctx context.Context, res *results) error {
+	ns0 := b.o.scale.namespace(0)
+	name := b.scaledName()
+	path := storedPath(name)
+	o := &oneChange{Changes: b.o.atScale}
+	before, err := b.skylbMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	u0, err := readProc(b.skylb.PID())
+	if err != nil {
+		return err
+	}
+	var lat []time.Duration
+	ip1, ip2 := "10.200.0.1", "10.200.0.2"
+	for i := range b.o.atScale {
+		var c change
+		if i%2 == 0 {
+			c = change{kind: "endpoint added", name: name, want: []string{ip1, ip2}, write: func(ctx context.Context) error {
+				return setEndpoints(ctx, b.kube, ns0, scaledSvc, []endpoint{{ip1, true}, {ip2, true}})
+			}}
+		} else {
+			c = change{kind: "endpoint unready", name: name, want: []string{ip1}, write: func(ctx context.Context) error {
+				return setEndpoints(ctx, b.kube, ns0, scaledSvc, []endpoint{{ip1, true}, {ip2, false}})
+			}}
+		}
+		t, err := b.measure(ctx, c, 300*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		lat = append(lat, t.dns)
+		o.KeysPerChange = max(o.KeysPerChange, len(t.events))
+		o.KeysTotal += len(t.events)
+		for _, ev := range t.events {
+			if !strings.HasPrefix(ev.key, path) {
+				o.Outside++
+			}
+		}
+	}
+	after, err := b.skylbMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	u1, err := readProc(b.skylb.PID())
+	if err != nil {
+		return err
+	}
+	o.DNS = summarise(lat)
+	o.Skylb = fromHistogram(after.histogram("skylb_propagation_seconds").minus(before.histogram("skylb_propagation_seconds")))
+	o.SkylbKeys = after.sum("skylb_etcd_keys_written_total", nil) - before.sum("skylb_etcd_keys_written_total", nil)
+	o.CPUSeconds = u1.CPU - u0.CPU
+	o.CPUPerEvent = o.CPUSeconds * 1000 / float64(max(1, o.Changes))
+	res.OneChange = o
+	logf("one change at scale: ≤ %d keys per change, %d outside %s; p50 %.1f ms, p99 %.1f ms", o.KeysPerChange, o.Outside, path, o.DNS.P50, o.DNS.P99)
+	return nil
+}
+
+// idle counts etcd requests while nothing changes. skylb is then the only
+// client that could make any: CoreDNS's etcd plugin reads only when asked,
+// and the benchmark only keeps its watch open.
+func (b *bench) idle(ctx context.Context, res *results) error {
+	time.Sleep(3 * time.Second)
+	e0, err := b.etcdMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	u0, err := readProc(b.skylb.PID())
+	if err != nil {
+		return err
+	}
+	t := time.Now()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(b.o.idle):
+	}
+	e1, err := b.etcdMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	u1, err := readProc(b.skylb.PID())
+	if err != nil {
+		return err
+	}
+	i := &idleResult{Seconds: time.Since(t).Seconds(), GRPC: map[string]float64{}, CPUSeconds: u1.CPU - u0.CPU}
+	g0, g1 := e0.byLabel("grpc_server_started_total", "grpc_method"), e1.byLabel("grpc_server_started_total", "grpc_method")
+	for m, v := range g1 {
+		if d := v - g0[m]; d > 0 {
+			i.GRPC[m] = d
+		}
+	}
+	for _, m := range []string{"Range", "Txn", "Put", "DeleteRange"} {
+		i.GRPC[m] += 0
+	}
+	res.Idle = i
+	logf("idle %.0fs: etcd requests %v; skylb CPU %.2fs", i.Seconds, i.GRPC, i.CPUSeconds)
+	return nil
+}
+
+// dnsRate measures CoreDNS's answer rate for the large cluster's Service names,
+// with the standard Corefile (cache on) and without the cache.
+func (b *bench) dnsRate(ctx context.Context, res *results) error {
+	sc := b.o.scale
+	perNS := (sc.Services + sc.Namespaces - 1) / sc.Namespaces
+	names := make([]string, 0, sc.Services)
+	for i := range sc.Services {
+		names = append(names, fmt.Sprintf("svc-%04d.%s.%s", i%perNS, sc.namespace(i/perNS), benchZone))
+	}
+	// The standard Corefile, with its cache; the stack's own CoreDNS runs
+	// without it.
+	standard := filepath.Join(b.root, "coredns", "Corefile")
+	_, addr, err := b.st.StartCoreDNS(ctx, "coredns-cache", standard, b.o.cacheTTL)
+	if err != nil {
+		return err
+	}
+	d := &dnsRate{Records: sc.Services, CacheTTL: b.o.cacheTTL}
+	warm := b.o.rate / 2
+	if _, err := loadDNS(ctx, addr, names, b.o.dnsWorkers, warm); err != nil {
+		return err
+	}
+	if d.Cached, err = loadDNS(ctx, addr, names, b.o.dnsWorkers, b.o.rate); err != nil {
+		return err
+	}
+	logf("DNS with cache: %.0f answers/s (%d failed)", d.Cached.QPS, d.Cached.Failed)
+	if d.Uncached, err = loadDNS(ctx, b.st.DNSAddr, names, b.o.dnsWorkers, b.o.rate); err != nil {
+		return err
+	}
+	logf("DNS without cache: %.0f answers/s (%d failed)", d.Uncached.QPS, d.Uncached.Failed)
+	res.DNSRate = d
+	return nil
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/skylb/skylb/internal/app"
+	"github.com/skylb/skylb/internal/dnsname"
+	"github.com/skylb/skylb/internal/etcdclient"
+	"github.com/skylb/skylb/internal/source"
+	"github.com/skylb/skylb/test/stack"
+)
+
+// TestProfileColdStart is a tool, not a test: it runs only when
+// SKYLB_PROFILE_DIR is set. It starts the stack, creates the large cluster of
+// scripts/bench.sh (10,000 Services, 2,000 Ingresses), runs skylb in-process
+// from a cold start until every record is in etcd, and writes cpu.prof (the
+// cold start) and heap.prof (the converged state, after a GC) to
+// $SKYLB_PROFILE_DIR, for "go tool pprof". With SKYLB_PROFILE_KEEP=1 the stack
+// is left running, detached, in $SKYLB_PROFILE_DIR/stack and reused by the
+// next run, which saves creating the cluster again; stop it with
+// "kill $(jq '.procs[].pid' $SKYLB_PROFILE_DIR/stack/stack.json)".
+func TestProfileColdStart(t *testing.T) {
+	out := os.Getenv("SKYLB_PROFILE_DIR")
+	if out == "" {
+		t.Skip("SKYLB_PROFILE_DIR not set")
+	}
+	keep := os.Getenv("SKYLB_PROFILE_KEEP") != ""
+	ctx := context.Background()
+	dir := filepath.Join(out, "stack")
+	var st *stack.Stack
+	var err error
+	sc := scale{Namespaces: 100, Services: 10000, Ingresses: 2000}
+	if _, serr := os.Stat(filepath.Join(dir, stack.StateFile)); serr == nil && keep {
+		if st, err = stack.Load(dir); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		if st, err = stack.Start(ctx, stack.Options{Dir: dir, Detach: keep, Log: os.Stderr}); err != nil {
+			t.Fatal(err)
+		}
+		if !keep {
+			t.Cleanup(func() {
+				st.Stop()
+				os.RemoveAll(dir)
+			})
+		}
+		cfg := *st.RestConfig
+		cfg.QPS, cfg.Burst = 2000, 4000
+		kube := kubernetes.NewForConfigOrDie(&cfg)
+		if err := populate(ctx, kube, sc, 16, func(f string, a ...any) { t.Logf(f, a...) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := st.EtcdClient("root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if _, err := root.Delete(ctx, "/skydns/", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+
+	log := logrus.New()
+	log.SetLevel(logrus.WarnLevel)
+	zones, _ := dnsname.ParseZones([]string{"example.org"})
+	cfg := app.Config{
+		Version: "profile",
+		Source: source.Config{
+			Zones: zones, TTL: 30, AddressSource: source.ModeAuto,
+			Filter:   source.Filter{Denied: source.DefaultDeniedCIDRs},
+			MaxNames: source.DefaultMaxNames, MaxAddresses: source.DefaultMaxAddresses,
+		},
+		Prefix: "/skydns", Owner: "default", ResyncInterval: 5 * time.Minute, EtcdTimeout: 5 * time.Second,
+		HealthWorkers: 32, Log: log,
+	}
+	kcfg, err := clientcmd.BuildConfigFromFlags("", st.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(kcfg)
+	etcd, err := etcdclient.New(etcdclient.Config{
+		Endpoints: []string{st.EtcdURL}, CAFile: filepath.Join(st.Certs, "ca.crt"),
+		CertFile: filepath.Join(st.Certs, "skylb.crt"), KeyFile: filepath.Join(st.Certs, "skylb.key"), Log: log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer etcd.Close()
+
+	f, err := os.Create(filepath.Join(out, "cpu.prof"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	start := time.Now()
+	pprof.StartCPUProfile(f)
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- app.Run(rctx, cfg, kube, etcd) }()
+	want := int64(sc.Services + sc.Ingresses)
+	var peak uint64 // heap in use, sampled
+	for {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		peak = max(peak, ms.HeapInuse)
+		resp, err := root.Get(ctx, benchPaths, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err == nil && resp.Count >= want {
+			break
+		}
+		if time.Since(start) > time.Minute {
+			t.Fatalf("only %d records after a minute", resp.Count)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	took := time.Since(start)
+	pprof.StopCPUProfile()
+	f.Close()
+	runtime.GC()
+	hf, err := os.Create(filepath.Join(out, "heap.prof"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pprof.WriteHeapProfile(hf)
+	hf.Close()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	t.Logf("all %d records in %v; heap in use after GC %.1f MiB (peak seen %.1f MiB), total alloc %.1f MiB, GC cycles %d",
+		want, took.Round(time.Millisecond), float64(ms.HeapInuse)/(1<<20), float64(peak)/(1<<20), float64(ms.TotalAlloc)/(1<<20), ms.NumGC)
+	cancel()
+	if err := <-done; err != nil && !strings.Contains(err.Error(), "context canceled") {
+		t.Log(err)
+	}
+	fmt.Fprintln(os.Stderr, "profiles in", out)
+}

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// results is everything one run measured; it is written as JSON.
+type results struct {
+	Mode     string            `json:"mode"`
+	Started  time.Time         `json:"started"`
+	Seconds  float64           `json:"seconds"`
+	Machine  machine           `json:"machine"`
+	Versions map[string]string `json:"versions"`
+	Scale    scale             `json:"scale"`
+
+	Propagation *propagation   `json:"propagation,omitempty"`
+	ColdStart   *coldStart     `json:"cold_start,omitempty"`
+	Restart     *restartResult `json:"restart,omitempty"`
+	OneChange   *oneChange     `json:"one_change_at_scale,omitempty"`
+	Idle        *idleResult    `json:"idle,omitempty"`
+	DNSRate     *dnsRate       `json:"dns_rate,omitempty"`
+	Micro       []microResult  `json:"micro_benchmarks,omitempty"`
+	Targets     []target       `json:"targets,omitempty"`
+}
+
+// quantiles summarises latencies in milliseconds.
+type quantiles struct {
+	N   int     `json:"n"`
+	P50 float64 `json:"p50_ms"`
+	P90 float64 `json:"p90_ms"`
+	P99 float64 `json:"p99_ms"`
+	Max float64 `json:"max_ms"`
+}
+
+// summarise returns nearest-rank quantiles of ds.
+func summarise(ds []time.Duration) quantiles {
+	if len(ds) == 0 {
+		return quantiles{P50: math.NaN(), P90: math.NaN(), P99: math.NaN(), Max: math.NaN()}
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(q float64) float64 {
+		i := int(math.Ceil(q*float64(len(s)))) - 1
+		return ms(s[max(0, min(i, len(s)-1))])
+	}
+	return quantiles{N: len(s), P50: at(0.5), P90: at(0.9), P99: at(0.99), Max: ms(s[len(s)-1])}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// histQuantiles are quantiles estimated from skylb's histogram (milliseconds),
+// with the upper bound of the bucket each falls in.
+type histQuantiles struct {
+	N        int     `json:"n"`
+	P50      float64 `json:"p50_ms"`
+	P90      float64 `json:"p90_ms"`
+	P99      float64 `json:"p99_ms"`
+	P99Upper float64 `json:"p99_bucket_le_ms"`
+}
+
+func fromHistogram(h histogram) histQuantiles {
+	p50, _ := h.quantile(0.5)
+	p90, _ := h.quantile(0.9)
+	p99, up := h.quantile(0.99)
+	return histQuantiles{N: int(h.count()), P50: p50 * 1000, P90: p90 * 1000, P99: p99 * 1000, P99Upper: up * 1000}
+}
+
+type propagation struct {
+	Changes int `json:"changes"`
+	// DNS is API write to CoreDNS answering the new address set (no cache).
+	DNS quantiles `json:"api_write_to_dns"`
+	// ByKind splits DNS by the kind of change.
+	ByKind map[string]quantiles `json:"api_write_to_dns_by_kind"`
+	// Etcd is API write to the change arriving on the benchmark's etcd watch.
+	Etcd quantiles `json:"api_write_to_etcd_watch"`
+	// API is how long the API write itself took.
+	API quantiles `json:"api_write_call"`
+	// Skylb is skylb_propagation_seconds: event observed to etcd commit.
+	Skylb histQuantiles `json:"skylb_event_to_commit"`
+	// Deployment is a Deployment scaled up and down, through
+	// kube-controller-manager and the simulated kubelet, to the answer.
+	Deployment quantiles `json:"deployment_scaled_to_dns"`
+}
+
+type coldStart struct {
+	Objects int `json:"objects"` // Services + Ingresses + the Service of phase 4
+	Keys    int `json:"keys"`    // records expected in etcd
+	// Populate is how long creating the objects (and their status) took.
+	PopulateSeconds float64 `json:"populate_seconds"`
+	// From skylb's process start.
+	CachesSyncedSeconds float64 `json:"caches_synced_seconds"`
+	DesiredSeconds      float64 `json:"desired_computed_seconds"`
+	FirstRecordSeconds  float64 `json:"first_record_seconds"`
+	LastRecordSeconds   float64 `json:"last_record_seconds"`
+	ReadySeconds        float64 `json:"ready_seconds"`
+	// LastRecordAfterSync is caches synced to the last record in etcd.
+	LastRecordAfterSync float64 `json:"last_record_after_caches_synced_seconds"`
+	PeakRSSMiB          float64 `json:"peak_rss_mib"`
+	PeakAnonMiB         float64 `json:"peak_rss_anon_mib"` // sampled every 10 ms
+	PeakFileMiB         float64 `json:"peak_rss_file_mib"` // sampled every 10 ms: the mapped binary
+	RSSMiB              float64 `json:"rss_after_mib"`
+	HeapInuseMiB        float64 `json:"heap_inuse_after_mib"`
+	CPUSeconds          float64 `json:"cpu_seconds"`
+	Txns                float64 `json:"etcd_transactions"`
+	KeysWritten         float64 `json:"etcd_keys_written"`
+	EtcdTxns            float64 `json:"etcd_server_txns"` // gRPC Txn requests, from etcd's metrics
+}
+
+type restartResult struct {
+	StopSeconds         float64 `json:"stop_seconds"`
+	CachesSyncedSeconds float64 `json:"caches_synced_seconds"`
+	ReadySeconds        float64 `json:"ready_seconds"`
+	KeysWritten         float64 `json:"etcd_keys_written"`
+	Txns                float64 `json:"etcd_transactions"`
+	RevisionDelta       int64   `json:"etcd_revision_delta"`
+	PeakRSSMiB          float64 `json:"peak_rss_mib"`
+	CPUSeconds          float64 `json:"cpu_seconds"`
+}
+
+type oneChange struct {
+	Changes int `json:"changes"`
+	// KeysPerChange is the most keys any one change wrote (etcd watch events).
+	KeysPerChange int `json:"max_keys_written_per_change"`
+	// KeysTotal is every key written during the phase; Outside, those not
+	// under the changed name.
+	KeysTotal   int           `json:"keys_written"`
+	Outside     int           `json:"keys_written_outside_the_name"`
+	SkylbKeys   float64       `json:"skylb_keys_written"`
+	DNS         quantiles     `json:"api_write_to_dns"`
+	Skylb       histQuantiles `json:"skylb_event_to_commit"`
+	CPUSeconds  float64       `json:"skylb_cpu_seconds"`
+	CPUPerEvent float64       `json:"skylb_cpu_ms_per_change"`
+}
+
+type idleResult struct {
+	Seconds    float64            `json:"seconds"`
+	GRPC       map[string]float64 `json:"etcd_grpc_requests"` // by method, from etcd's metrics
+	CPUSeconds float64            `json:"skylb_cpu_seconds"`
+}
+
+type dnsRate struct {
+	Records  int        `json:"records"`
+	CacheTTL int        `json:"cache_ttl"`
+	Cached   rateResult `json:"cache_on"`
+	Uncached rateResult `json:"cache_off"`
+}
+
+type microResult struct {
+	Package  string  `json:"package"`
+	Name     string  `json:"name"`
+	NsPerOp  float64 `json:"ns_per_op"`
+	BPerOp   float64 `json:"bytes_per_op"`
+	AllocsOp float64 `json:"allocs_per_op"`
+}
+
+// target is one line of the issue's targets and whether this run met it.
+type target struct {
+	What  string `json:"what"`
+	Want  string `json:"want"`
+	Got   string `json:"got"`
+	Met   bool   `json:"met"`
+	Known bool   `json:"measured"`
+	// Invariant marks a target that holds whatever the machine's load:
+	// what skylb writes and reads, not how fast.
+	Invariant bool `json:"invariant"`
+}
+
+// invariantsMissed returns the invariant targets this run missed.
+func (r *results) invariantsMissed() []string {
+	var out []string
+	for _, t := range r.Targets {
+		if t.Invariant && !t.Met {
+			out = append(out, t.What+": "+t.Got)
+		}
+	}
+	return out
+}
+
+func (r *results) checkTargets() {
+	add := func(what, want, got string, met, known bool) {
+		r.Targets = append(r.Targets, target{What: what, Want: want, Got: got, Met: met && known, Known: known})
+	}
+	invariant := func(what, want, got string, met, known bool) {
+		add(what, want, got, met, known)
+		r.Targets[len(r.Targets)-1].Invariant = true
+	}
+	if p := r.Propagation; p != nil {
+		add("propagation p99, API write to DNS answer", "< 100 ms", fmt.Sprintf("%.1f ms", p.DNS.P99), p.DNS.P99 < 100, p.DNS.N > 0)
+		add("propagation p99 inside skylb (event to etcd commit)", "< 20 ms", fmt.Sprintf("%.1f ms (bucket ≤ %g ms)", p.Skylb.P99, p.Skylb.P99Upper), p.Skylb.P99Upper <= 20, p.Skylb.N > 0)
+	}
+	if c := r.ColdStart; c != nil {
+		add("cold start, caches synced to last record", "< 2 s", fmt.Sprintf("%.2f s", c.LastRecordAfterSync), c.LastRecordAfterSync < 2, c.LastRecordSeconds > 0)
+		add("cold start, process start to last record", "< 5 s", fmt.Sprintf("%.2f s", c.LastRecordSeconds), c.LastRecordSeconds < 5, c.LastRecordSeconds > 0)
+		add("skylb peak RSS", "< 75 MiB", fmt.Sprintf("%.1f MiB", c.PeakRSSMiB), c.PeakRSSMiB < 75, c.PeakRSSMiB > 0)
+	}
+	if s := r.Restart; s != nil {
+		invariant("restart over a converged state, keys written", "0", fmt.Sprintf("%.0f", s.KeysWritten), s.KeysWritten == 0 && s.RevisionDelta == 0, s.ReadySeconds > 0)
+		add("restart, time to ready", "< 3 s", fmt.Sprintf("%.2f s", s.ReadySeconds), s.ReadySeconds < 3, s.ReadySeconds > 0)
+	}
+	if o := r.OneChange; o != nil {
+		invariant("one change at scale, keys written", "the name's records only", fmt.Sprintf("≤ %d per change, %d outside the name", o.KeysPerChange, o.Outside), o.Outside == 0 && o.KeysPerChange <= 2, o.Changes > 0)
+		if p := r.Propagation; p != nil {
+			add("one change at scale, latency p99", fmt.Sprintf("within the small cluster's (< 100 ms)"), fmt.Sprintf("%.1f ms", o.DNS.P99), o.DNS.P99 < 100, o.DNS.N > 0)
+		}
+	}
+	if i := r.Idle; i != nil {
+		invariant("idle, range reads of the prefix", "0", fmt.Sprintf("%.0f", i.GRPC["Range"]), i.GRPC["Range"] == 0, i.Seconds > 0)
+	}
+}
+
+// markdown renders the results as the README's table.
+func (r *results) markdown() string {
+	var b strings.Builder
+	row := func(cells ...string) { b.WriteString("| " + strings.Join(cells, " | ") + " |\n") }
+	f := func(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+	row("measurement", "skylb", "target", "external-dns v0.21 (CoreDNS provider)")
+	row("---", "---", "---", "---")
+	q := func(x quantiles) string {
+		return f("%.1f / %.1f / %.1f / %.1f ms", x.P50, x.P90, x.P99, x.Max)
+	}
+	if p := r.Propagation; p != nil {
+		row(f("**Propagation**, API write → CoreDNS answer (cache off), %d changes: p50 / p90 / p99 / max", p.Changes), q(p.DNS), "p99 < 100 ms", "5.0 s at best (1 min by default)")
+		for _, k := range []string{"service created", "endpoint added", "endpoint unready"} {
+			if x, ok := p.ByKind[k]; ok {
+				row(f("&nbsp;&nbsp;%s (%d)", k, x.N), q(x), "", "")
+			}
+		}
+		row("&nbsp;&nbsp;API write → record in etcd (watch)", q(p.Etcd), "", "")
+		if p.Deployment.N > 0 {
+			row(f("&nbsp;&nbsp;Deployment scaled → CoreDNS answer, through kube-controller-manager and the simulated kubelet (%d)", p.Deployment.N), q(p.Deployment), "", "")
+		}
+		row("&nbsp;&nbsp;inside skylb, event → etcd commit (`skylb_propagation_seconds`): p50 / p90 / p99", f("%.1f / %.1f / %.1f ms (p99 bucket ≤ %g ms)", p.Skylb.P50, p.Skylb.P90, p.Skylb.P99, p.Skylb.P99Upper), "p99 < 20 ms", "")
+	}
+	if c := r.ColdStart; c != nil {
+		row(f("**Cold start**, %d Services + %d Ingresses in %d namespaces: process start → caches synced", r.Scale.Services, r.Scale.Ingresses, r.Scale.Namespaces), f("%.2f s", c.CachesSyncedSeconds), "", "")
+		row("&nbsp;&nbsp;caches synced → last record in etcd", f("%.2f s", c.LastRecordAfterSync), "< 2 s", "")
+		row("&nbsp;&nbsp;process start → last record in etcd", f("%.2f s", c.LastRecordSeconds), "< 5 s", "6.5 s (10,000 Services)")
+		row("&nbsp;&nbsp;skylb peak RSS (of which the mapped binary) / CPU", f("%.1f MiB (%.1f MiB) / %.2f s", c.PeakRSSMiB, c.PeakFileMiB, c.CPUSeconds), "< 75 MiB", "147 MiB")
+		row("&nbsp;&nbsp;etcd transactions / keys written", f("%.0f / %.0f", c.Txns, c.KeysWritten), "", "20,000 keys, one request each")
+	}
+	if s := r.Restart; s != nil {
+		row("**Restart** over the converged state: process start → ready", f("%.2f s", s.ReadySeconds), "< 3 s", "")
+		row("&nbsp;&nbsp;keys written (etcd revision change)", f("%.0f (%d)", s.KeysWritten, s.RevisionDelta), "0", "")
+	}
+	if o := r.OneChange; o != nil {
+		row(f("**One change at scale** (%d changes of one Service among %d): keys written per change", o.Changes, r.Scale.Services), f("%d (%d outside the name)", o.KeysPerChange, o.Outside), "that name's only", "")
+		row("&nbsp;&nbsp;API write → CoreDNS answer: p50 / p90 / p99 / max", q(o.DNS), "within the small cluster's", "")
+		row("&nbsp;&nbsp;inside skylb: p50 / p99; skylb CPU per change", f("%.1f / %.1f ms; %.1f ms", o.Skylb.P50, o.Skylb.P99, o.CPUPerEvent), "", "")
+	}
+	if i := r.Idle; i != nil {
+		row(f("**Idle** %.0f s: etcd Range / Txn / Put requests", i.Seconds), f("%.0f / %.0f / %.0f", i.GRPC["Range"], i.GRPC["Txn"], i.GRPC["Put"]), "0 range reads", "1 read of the whole prefix a minute")
+		var other []string
+		for _, m := range sortedKeys(i.GRPC) {
+			if m != "Range" && m != "Txn" && m != "Put" && i.GRPC[m] > 0 {
+				other = append(other, f("%s %.0f", m, i.GRPC[m]))
+			}
+		}
+		if len(other) == 0 {
+			other = []string{"none"}
+		}
+		row("&nbsp;&nbsp;other etcd requests; skylb CPU", f("%s; %.2f s", strings.Join(other, ", "), i.CPUSeconds), "", "")
+	}
+	if d := r.DNSRate; d != nil {
+		row(f("**DNS answers/s**, %d-record zone, CoreDNS with the standard Corefile (cache %d s)", d.Records, d.CacheTTL), f("%.0f /s (p50 %.0f µs, p99 %.0f µs)", d.Cached.QPS, d.Cached.P50Micros, d.Cached.P99Micros), "", "")
+		row("&nbsp;&nbsp;same without the cache (one etcd read per query)", f("%.0f /s (p50 %.0f µs, p99 %.0f µs)", d.Uncached.QPS, d.Uncached.P50Micros, d.Uncached.P99Micros), "", "")
+	}
+	if len(r.Micro) > 0 {
+		b.WriteString("\n| micro-benchmark | ns/op | B/op | allocs/op |\n|---|---:|---:|---:|\n")
+		for _, m := range r.Micro {
+			row(m.Package+" "+m.Name, f("%.0f", m.NsPerOp), f("%.0f", m.BPerOp), f("%.0f", m.AllocsOp))
+		}
+	}
+	if len(r.Targets) > 0 {
+		if r.Mode == "quick" {
+			b.WriteString("\nTargets (set for 10,000 Services and 200 changes; a quick run only smoke-tests them):\n")
+		} else {
+			b.WriteString("\nTargets:\n")
+		}
+		for _, t := range r.Targets {
+			mark := "met"
+			switch {
+			case !t.Known:
+				mark = "not measured"
+			case !t.Met:
+				mark = "MISSED"
+			}
+			fmt.Fprintf(&b, "- %s: %s (want %s): %s\n", t.What, t.Got, t.Want, mark)
+		}
+	}
+	fmt.Fprintf(&b, "\nMachine: %d CPUs (%s), %s, Linux %s, %s; mode %s, %.0f s.\n",
+		r.Machine.CPUs, r.Machine.Model, r.Machine.Memory, r.Machine.Kernel, r.Machine.Go, r.Mode, r.Seconds)
+	if len(r.Versions) > 0 {
+		var vs []string
+		for _, k := range sortedKeys(r.Versions) {
+			vs = append(vs, k+" "+r.Versions[k])
+		}
+		fmt.Fprintf(&b, "Versions: %s.\n", strings.Join(vs, ", "))
+	}
+	return b.String()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
