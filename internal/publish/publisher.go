@@ -628,36 +628,32 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 			return fmt.Errorf("%w: %w", ErrFenced, err)
 		}
 	}
-	// A transaction under way finishes even when ctx ends at shutdown; its own
-	// deadline bounds it.
-	if p.cfg.DryRun {
-		// Counted as if written, so that --once can say what would change.
-		for _, c := range batch {
-			p.puts.Add(int64(len(c.puts)))
-			p.deletes.Add(int64(len(c.dels)))
-			p.cfg.Log.WithFields(logrus.Fields{"name": c.name, "added": c.added, "removed": c.removed}).
-				Info("dry run: records would change")
+	// A dry run records its changes in the view as if they were written, at
+	// revision 0 so that anything etcd reports supersedes them: each change is
+	// then logged and counted once.
+	var rev int64
+	if !p.cfg.DryRun {
+		// A transaction under way finishes even when ctx ends at shutdown; its
+		// own deadline bounds it.
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Timeout)
+		defer cancel()
+		resp, err := p.client.Txn(tctx).If(cmps...).Then(ops...).Commit()
+		if err != nil {
+			p.txnErrs.Add(1)
+			return fmt.Errorf("commit %d operations for %d names: %w", len(ops), len(batch), err)
 		}
-		return nil
-	}
-	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Timeout)
-	defer cancel()
-	resp, err := p.client.Txn(tctx).If(cmps...).Then(ops...).Commit()
-	if err != nil {
-		p.txnErrs.Add(1)
-		return fmt.Errorf("commit %d operations for %d names: %w", len(ops), len(batch), err)
-	}
-	if !resp.Succeeded {
-		p.txnErrs.Add(1)
-		return ErrFenced
-	}
-	rev := resp.Header.Revision
-	p.txns.Add(1)
-	if p.cfg.ObservePropagation != nil {
-		now := time.Now()
-		for _, c := range batch {
-			if !c.observed.IsZero() {
-				p.cfg.ObservePropagation(now.Sub(c.observed))
+		if !resp.Succeeded {
+			p.txnErrs.Add(1)
+			return ErrFenced
+		}
+		rev = resp.Header.Revision
+		p.txns.Add(1)
+		if p.cfg.ObservePropagation != nil {
+			now := time.Now()
+			for _, c := range batch {
+				if !c.observed.IsZero() {
+					p.cfg.ObservePropagation(now.Sub(c.observed))
+				}
 			}
 		}
 	}
@@ -675,6 +671,11 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 		}
 		p.puts.Add(int64(len(c.puts)))
 		p.deletes.Add(int64(len(c.dels)))
+		if p.cfg.DryRun {
+			p.cfg.Log.WithFields(logrus.Fields{"name": c.name, "added": c.added, "removed": c.removed}).
+				Info("dry run: records would change")
+			continue
+		}
 		p.cfg.Log.WithFields(logrus.Fields{
 			"name": c.name, "added": c.added, "removed": c.removed, "revision": rev,
 		}).Info("records changed")

@@ -386,3 +386,26 @@ func TestMassDeletionAllowedWithRatioOne(t *testing.T) {
 		t.Errorf("etcd holds %d keys, want 0 with --max-delete-ratio=1", got)
 	}
 }
+
+func TestDryRunWritesNothingAndCountsEachChangeOnce(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	before := revision(t, c)
+	p := publish.New(c, publish.Config{Prefix: "/skydns", Owner: owner, DryRun: true, Log: quietLog()})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Run(ctx)
+	a := rec("web.example.org", "192.0.2.1")
+	p.Set(a.Name, []skydns.Record{a}, time.Time{})
+	p.Complete()
+	waitIdle(t, p)
+	// Marked again, as a full reconciliation or an unchanged update does.
+	p.Resync()
+	waitIdle(t, p)
+	if s := p.Stats(); s.Puts != 1 || s.Txns != 0 {
+		t.Errorf("Stats() = %+v, want one record counted once and no transaction", s)
+	}
+	if got := revision(t, c); got != before {
+		t.Errorf("a dry run moved etcd's revision from %d to %d", before, got)
+	}
+}
