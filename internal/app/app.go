@@ -253,6 +253,7 @@ func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *cont
 	m.Counter("skylb_etcd_relists_total", "Full lists of the prefix, at start and after compaction.", stats(func(s publish.Stats) int64 { return s.Relists }))
 	m.Gauge("skylb_held_deletions", "Deletions the last full reconciliation held back under --max-delete-ratio.", stats(func(s publish.Stats) int64 { return s.HeldDeletes }))
 	m.Gauge("skylb_hostname_conflicts", "Hostname claims refused because another namespace holds the name.", func() float64 { return float64(ctrl.Conflicts()) })
+	m.Gauge("skylb_health_fail_open", "Objects publishing all their addresses because none passes its health check.", func() float64 { return float64(ctrl.FailOpen()) })
 	m.Gauge("skylb_workqueue_depth", "Objects waiting to be synced.", func() float64 { return float64(ctrl.QueueLen()) })
 	m.Counter("skylb_service_status_writes_total", "Service status updates written.", func() float64 { return float64(ctrl.StatusWrites()) })
 	m.Gauge("skylb_leader", "1 while this replica leads and writes, 0 otherwise.", func() float64 {

@@ -40,6 +40,9 @@ type Result struct {
 	Records map[string][]skydns.Record
 	// Problems lists, by source, the claims refused and the targets ignored.
 	Problems map[string][]source.Problem
+	// Granted lists, by source, the names of the group it publishes, in the
+	// order of its claims.
+	Granted map[string][]string
 }
 
 // NewIndex returns an empty Index that publishes at most maxAddrs addresses per
@@ -161,7 +164,7 @@ func rank(a, b claim) int {
 
 // Resolve grants the claims of a group and computes the records of its names.
 func (x *Index) Resolve(group string) Result {
-	res := Result{Records: make(map[string][]skydns.Record), Problems: make(map[string][]source.Problem)}
+	res := Result{Records: make(map[string][]skydns.Record), Problems: make(map[string][]source.Problem), Granted: make(map[string][]string)}
 	for name := range x.published[group] {
 		res.Records[name] = nil
 	}
@@ -197,6 +200,7 @@ func (x *Index) Resolve(group string) Result {
 				beneath[anc] = append(beneath[anc], c.pub.Namespace)
 			}
 		}
+		res.Granted[c.pub.Source] = append(res.Granted[c.pub.Source], c.name.Name)
 		stored := StoredName(c.name.Placed)
 		if _, ok := granted[stored]; !ok {
 			order = append(order, stored)

@@ -113,6 +113,7 @@ func resolveAll(x *Index) Result {
 // resultOpts compare results; problem messages are checked by checkMessages.
 var resultOpts = gocmp.Options{
 	cmpopts.IgnoreFields(source.Problem{}, "Message"),
+	cmpopts.IgnoreFields(Result{}, "Granted"), // checked by TestGranted
 	cmpopts.EquateEmpty(),
 }
 
@@ -818,4 +819,25 @@ func recordTTL(r Result, stored string) uint32 {
 		return rs[0].TTL
 	}
 	return 0
+}
+
+func TestGranted(t *testing.T) {
+	x := NewIndex(0)
+	older := &source.Publication{Source: "service/a/web", Namespace: "a", Created: time.Unix(1, 0),
+		Names: []source.Name{{Placed: dnsname.Placed{Name: "shop.example.com", Zone: "example.com"}}}}
+	newer := &source.Publication{Source: "service/b/web", Namespace: "b", Created: time.Unix(2, 0),
+		Names: []source.Name{
+			{Placed: dnsname.Placed{Name: "shop.example.com", Zone: "example.com"}},
+			{Placed: dnsname.Placed{Name: "web.shop2.example.com", Zone: "example.com"}},
+		}}
+	x.Update(older.Source, older)
+	x.Update(newer.Source, newer)
+	got := x.Resolve("shop.example.com").Granted
+	want := map[string][]string{"service/a/web": {"shop.example.com"}}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("Granted (-want +got):\n%s", diff)
+	}
+	if got := x.Resolve("shop2.example.com").Granted; !gocmp.Equal(got, map[string][]string{"service/b/web": {"web.shop2.example.com"}}) {
+		t.Errorf("Granted of shop2.example.com = %v", got)
+	}
 }

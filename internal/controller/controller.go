@@ -89,6 +89,9 @@ type Controller struct {
 	found    map[string][]source.Problem            // by source: problems found reading the object
 	conflict map[string]map[string][]source.Problem // by group, then source: problems of resolution
 	reported map[string][]source.Problem            // by source: problems already told as Events
+	granted  map[string]map[string][]string         // by group, then source: names published
+	told     map[string]string                      // by source: the Published Event last sent
+	failOpen map[string]bool                        // sources publishing all addresses, none being healthy
 	ready    bool
 
 	observedMu sync.Mutex
@@ -148,6 +151,9 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		found:    make(map[string][]source.Problem),
 		conflict: make(map[string]map[string][]source.Problem),
 		reported: make(map[string][]source.Problem),
+		granted:  make(map[string]map[string][]string),
+		told:     make(map[string]string),
+		failOpen: make(map[string]bool),
 		observed: make(map[string]time.Time),
 		chosen:   make(map[string]netip.Addr),
 	}
@@ -672,6 +678,47 @@ func (c *Controller) resolveLocked(g string, observed time.Time, touched map[str
 	}
 }
 
+// tellPublishedLocked sends a Normal Event when the names or addresses an object
+// publishes change, so that kubectl describe shows what skylb did with it.
+func (c *Controller) tellPublishedLocked(src string, pub *source.Publication) {
+	var names []string
+	for _, g := range c.index.GroupsOf(src) {
+		names = append(names, c.granted[g][src]...)
+	}
+	if len(names) == 0 {
+		if _, ok := c.told[src]; ok {
+			delete(c.told, src)
+		}
+		return
+	}
+	slices.Sort(names)
+	var addrs []string
+	for _, a := range pub.Addresses {
+		addrs = append(addrs, a.String())
+	}
+	if len(addrs) == 0 && len(pub.Targets) > 0 {
+		addrs = []string{"CNAME " + pub.Targets[0]}
+	}
+	what := "no addresses yet"
+	if len(addrs) > 0 {
+		what = strings.Join(addrs, ", ")
+	}
+	msg := "published " + strings.Join(names, ", ") + ": " + what
+	if c.told[src] == msg {
+		return
+	}
+	c.told[src] = msg
+	c.event(&pub.Ref, corev1.EventTypeNormal, "Published", msg)
+}
+
+// FailOpen returns the number of objects publishing all their addresses
+// because none passes its health check.
+func (c *Controller) FailOpen() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.failOpen)
+}
+
 // event records an Event on an object, unless another replica leads or this is a dry run.
 func (c *Controller) event(obj *corev1.ObjectReference, kind, reason, message string) {
 	if c.cfg.DryRun || !c.cfg.Leading() {
@@ -685,8 +732,10 @@ func (c *Controller) reportLocked(src string) {
 	pub := c.index.Publication(src)
 	if pub == nil {
 		delete(c.reported, src)
+		delete(c.told, src)
 		return
 	}
+	c.tellPublishedLocked(src, pub)
 	current := slices.Clone(c.found[src])
 	for _, g := range c.index.GroupsOf(src) {
 		current = append(current, c.conflict[g][src]...)

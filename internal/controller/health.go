@@ -26,6 +26,7 @@ func (c *Controller) checkHealth(src string, pub *source.Publication) {
 		c.prober.Want(src, nil)
 		c.mu.Lock()
 		delete(c.chosen, src)
+		delete(c.failOpen, src)
 		c.mu.Unlock()
 		return
 	}
@@ -49,6 +50,11 @@ func (c *Controller) checkHealth(src string, pub *source.Publication) {
 		c.chosen[src] = keep[0]
 	}
 	pub.Keep(keep)
+	if failOpen {
+		c.failOpen[src] = true
+	} else {
+		delete(c.failOpen, src)
+	}
 	if failOpen {
 		pub.Problems = append(pub.Problems, source.Problem{
 			Reason:  source.ReasonAllUnhealthy,

@@ -247,6 +247,8 @@ func TestIngressHosts(t *testing.T) {
 	within(t, quick, "front.example.org", "203.0.113.20")
 	within(t, quick, "secure.example.org", "203.0.113.20")
 	expectEvent(t, "store", "front", "InvalidHostname", "*.example.org")
+	// kubectl describe says what was published.
+	expectEvent(t, "store", "front", "Published", "published front.example.org, secure.example.org: 203.0.113.20")
 }
 
 func expectEvent(t *testing.T, ns, object, reason, text string) {
