@@ -659,7 +659,7 @@ func (c *Controller) updateLocked(src string, pub *source.Publication) []string 
 }
 
 // resolveLocked resolves one group, hands its records to the publisher and
-// adds to touched the sources whose problems may have changed.
+// adds to touched the sources whose problems or published names may have changed.
 func (c *Controller) resolveLocked(g string, observed time.Time, touched map[string]bool) {
 	res := c.index.Resolve(g)
 	for stored, records := range res.Records {
@@ -675,6 +675,17 @@ func (c *Controller) resolveLocked(g string, observed time.Time, touched map[str
 		delete(c.conflict, g)
 	} else {
 		c.conflict[g] = res.Problems
+	}
+	for s := range c.granted[g] {
+		touched[s] = true
+	}
+	for s := range res.Granted {
+		touched[s] = true
+	}
+	if len(res.Granted) == 0 {
+		delete(c.granted, g)
+	} else {
+		c.granted[g] = res.Granted
 	}
 }
 
