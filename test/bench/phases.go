@@ -367,7 +367,7 @@ func (b *bench) oneChange(ctx context.Context, res *results) error {
 	if err != nil {
 		return err
 	}
-	var lat []time.Duration
+	var lat, etcd []time.Duration
 	ip1, ip2 := "10.200.0.1", "10.200.0.2"
 	for i := range b.o.atScale {
 		var c change
@@ -385,6 +385,9 @@ func (b *bench) oneChange(ctx context.Context, res *results) error {
 			return err
 		}
 		lat = append(lat, t.dns)
+		if t.etcdOK {
+			etcd = append(etcd, t.etcd)
+		}
 		o.KeysPerChange = max(o.KeysPerChange, len(t.events))
 		o.KeysTotal += len(t.events)
 		for _, ev := range t.events {
@@ -401,7 +404,7 @@ func (b *bench) oneChange(ctx context.Context, res *results) error {
 	if err != nil {
 		return err
 	}
-	o.DNS = summarise(lat)
+	o.DNS, o.Etcd = summarise(lat), summarise(etcd)
 	o.Skylb = fromHistogram(after.histogram("skylb_propagation_seconds").minus(before.histogram("skylb_propagation_seconds")))
 	o.SkylbKeys = after.sum("skylb_etcd_keys_written_total", nil) - before.sum("skylb_etcd_keys_written_total", nil)
 	o.CPUSeconds = u1.CPU - u0.CPU

@@ -131,6 +131,7 @@ type oneChange struct {
 	Outside     int           `json:"keys_written_outside_the_name"`
 	SkylbKeys   float64       `json:"skylb_keys_written"`
 	DNS         quantiles     `json:"api_write_to_dns"`
+	Etcd        quantiles     `json:"api_write_to_etcd_watch"`
 	Skylb       histQuantiles `json:"skylb_event_to_commit"`
 	CPUSeconds  float64       `json:"skylb_cpu_seconds"`
 	CPUPerEvent float64       `json:"skylb_cpu_ms_per_change"`
@@ -249,6 +250,7 @@ func (r *results) markdown() string {
 	if o := r.OneChange; o != nil {
 		row(f("**One change at scale** (%d changes of one Service among %d): keys written per change", o.Changes, r.Scale.Services), f("%d (%d outside the name)", o.KeysPerChange, o.Outside), "that name's only", "")
 		row("&nbsp;&nbsp;API write → CoreDNS answer: p50 / p90 / p99 / max", q(o.DNS), "within the small cluster's", "")
+		row("&nbsp;&nbsp;API write → record in etcd (watch)", q(o.Etcd), "", "")
 		row("&nbsp;&nbsp;inside skylb: p50 / p99; skylb CPU per change", f("%.1f / %.1f ms; %.1f ms", o.Skylb.P50, o.Skylb.P99, o.CPUPerEvent), "", "")
 	}
 	if i := r.Idle; i != nil {
