@@ -74,7 +74,7 @@ func BenchmarkSyncAll(b *testing.B) {
 				b.StopTimer()
 				kube := fake.NewClientset(objs...)
 				pub := publish.New(nil, publish.Config{Prefix: "/skydns", Owner: "bench", Log: log})
-				c := New(Config{Source: source.Config{Zones: zones, TTL: 30}, Log: log}, kube, pub, record.NewFakeRecorder(100))
+				c := New(Config{Source: source.Config{Zones: zones, TTL: 30}, Log: log}, kube, pub, &record.FakeRecorder{}) // no channel: Events are dropped
 				ctx, cancel := context.WithCancel(context.Background())
 				c.factory.Start(ctx.Done())
 				if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
@@ -129,7 +129,7 @@ func BenchmarkSyncService100Endpoints(b *testing.B) {
 	pub := publish.New(nil, publish.Config{Prefix: "/skydns", Owner: "bench", Log: log})
 	// Not leading: no status is queued, so the measure is the records alone.
 	c := New(Config{Source: source.Config{Zones: zones, TTL: 30}, Leading: func() bool { return false }, Log: log},
-		kube, pub, record.NewFakeRecorder(100))
+		kube, pub, &record.FakeRecorder{}) // no channel: Events are dropped
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c.factory.Start(ctx.Done())
