@@ -35,6 +35,10 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// minRecordExpiry is the shortest --record-expiry: skylb renews the lease every
+// third of it, so this leaves a few seconds of etcd or network trouble.
+const minRecordExpiry = 5 * time.Second
+
 type options struct {
 	kubeconfig       string
 	zones            []string
@@ -54,6 +58,9 @@ type options struct {
 	maxNames         int
 	maxAddresses     int
 	maxDeleteRatio   float64
+	claimPrefix      string
+	recordExpiry     time.Duration
+	clusterLabel     bool
 	leaderElect      bool
 	leader           leader.Config
 	healthWorkers    int
@@ -122,7 +129,10 @@ func flags(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.etcd.ServerName, "etcd-server-name", "", "name to verify in etcd's server certificate, if not the endpoint's host")
 	fs.StringVar(&o.prefix, "etcd-prefix", "/skydns", "etcd key prefix CoreDNS's etcd plugin reads")
 	fs.Uint32Var(&o.ttl, "ttl", 30, "record TTL in seconds")
-	fs.StringVar(&o.owner, "owner-id", "default", "identity of this cluster's records, a DNS label")
+	fs.StringVar(&o.owner, "owner-id", "default", "identity of this cluster's records, a DNS label; each cluster sharing an etcd needs its own")
+	fs.StringVar(&o.claimPrefix, "claim-prefix", "/skylb/claims", "etcd prefix where the clusters sharing the etcd claim their names; empty claims none")
+	fs.DurationVar(&o.recordExpiry, "record-expiry", 0, "when set (e.g. 2m), this cluster's records expire that long after skylb stops renewing their etcd lease; 0 keeps them until skylb removes them")
+	fs.BoolVar(&o.clusterLabel, "cluster-label", false, "insert the owner id before the zone in generated names: <service>.<namespace>.<owner-id>.<zone>")
 	fs.StringVar(&o.defaultNamespace, "default-namespace", "", "also publish Services of this namespace as <service>.<zone>")
 	fs.DurationVar(&o.resync, "resync-interval", 5*time.Minute, "forced full reconciliation period (0 disables)")
 	fs.StringVar(&o.addressSource, "address-source", "auto", "where addresses come from: auto, nodes, pods or status")
@@ -200,6 +210,19 @@ func (o *options) config() (app.Config, error) {
 	if o.resync < 0 {
 		return app.Config{}, fmt.Errorf("--resync-interval: must not be negative")
 	}
+	claims := strings.TrimRight(o.claimPrefix, "/")
+	if o.claimPrefix != "" {
+		records := strings.TrimRight(o.prefix, "/")
+		if !strings.HasPrefix(claims, "/") || claims == "" {
+			return app.Config{}, fmt.Errorf("--claim-prefix: %q must be an absolute path such as /skylb/claims", o.claimPrefix)
+		}
+		if strings.HasPrefix(claims+"/", records+"/") || strings.HasPrefix(records+"/", claims+"/") {
+			return app.Config{}, fmt.Errorf("--claim-prefix: %q must lie outside --etcd-prefix %q, which CoreDNS serves", o.claimPrefix, o.prefix)
+		}
+	}
+	if o.recordExpiry != 0 && o.recordExpiry < minRecordExpiry {
+		return app.Config{}, fmt.Errorf("--record-expiry: %v is shorter than %v; a brief etcd or network hiccup must not expire live records", o.recordExpiry, minRecordExpiry)
+	}
 	if _, err := o.etcd.TLS(); err != nil {
 		return app.Config{}, fmt.Errorf("--etcd-endpoints/--etcd-*-file: %w", err)
 	}
@@ -210,6 +233,8 @@ func (o *options) config() (app.Config, error) {
 	return app.Config{
 		Source:         src,
 		MaxDeleteRatio: o.maxDeleteRatio,
+		ClaimPrefix:    claims,
+		RecordExpiry:   o.recordExpiry,
 		Version:        version,
 		LeaderElect:    o.leaderElect,
 		Leader:         o.leader,
@@ -250,6 +275,9 @@ func (o *options) sourceConfig(zones dnsname.Zones) (source.Config, error) {
 	cfg := source.Config{
 		Zones: zones, TTL: o.ttl, DefaultNamespace: o.defaultNamespace, LoadBalancerClass: o.lbClass,
 		IngressService: o.ingressService, MaxNames: o.maxNames, MaxAddresses: o.maxAddresses,
+	}
+	if o.clusterLabel {
+		cfg.ClusterLabel = o.owner
 	}
 	if o.ttl < 1 || o.ttl > source.MaxTTL {
 		return cfg, fmt.Errorf("--ttl: %d is outside 1 to %d seconds", o.ttl, source.MaxTTL)

@@ -41,6 +41,12 @@ type Config struct {
 	ResyncInterval time.Duration
 	EtcdTimeout    time.Duration
 	MaxDeleteRatio float64
+	// ClaimPrefix is where the clusters sharing the etcd claim their names;
+	// empty claims none.
+	ClaimPrefix string
+	// RecordExpiry, when set, makes this cluster's keys expire that long after
+	// skylb stops renewing them.
+	RecordExpiry time.Duration
 	// HTTPAddress is where /healthz, /readyz and /metrics are served; empty disables them.
 	HTTPAddress string
 
@@ -83,10 +89,18 @@ func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, etcd *clien
 		MaxDeleteRatio:     cfg.MaxDeleteRatio,
 		DryRun:             cfg.DryRun,
 		ObservePropagation: func(d time.Duration) { m.Propagation.Observe(d.Seconds()) },
+		ClaimPrefix:        cfg.ClaimPrefix,
+		RecordExpiry:       cfg.RecordExpiry,
 		Log:                cfg.Log.WithField("component", "publisher"),
 	}
 	if elector != nil {
 		pubCfg.Guard, pubCfg.Inactive = elector, true
+	}
+	// The controller tells the objects of a name another cluster holds; the
+	// publisher calls it only once it runs, after the controller exists.
+	var ctrl *controller.Controller
+	pubCfg.OnClaim = func(stored string, granted bool, holders []string) {
+		ctrl.ClusterClaim(stored, granted, holders)
 	}
 	pub := publish.New(etcd, pubCfg)
 
@@ -110,7 +124,7 @@ func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, etcd *clien
 	if elector != nil {
 		ctrlCfg.Leading = elector.Leading
 	}
-	ctrl := controller.New(ctrlCfg, kube, pub, recorder)
+	ctrl = controller.New(ctrlCfg, kube, pub, recorder)
 	register(m, cfg, pub, ctrl, elector)
 
 	if cfg.HTTPAddress != "" {
@@ -253,6 +267,8 @@ func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *cont
 	m.Counter("skylb_etcd_relists_total", "Full lists of the prefix, at start and after compaction.", stats(func(s publish.Stats) int64 { return s.Relists }))
 	m.Gauge("skylb_held_deletions", "Deletions the last full reconciliation held back under --max-delete-ratio.", stats(func(s publish.Stats) int64 { return s.HeldDeletes }))
 	m.Gauge("skylb_hostname_conflicts", "Hostname claims refused because another namespace holds the name.", func() float64 { return float64(ctrl.Conflicts()) })
+	m.Gauge("skylb_names_held_by_other_clusters", "Names not published because another cluster sharing the etcd holds them.", stats(func(s publish.Stats) int64 { return s.Refused }))
+	m.Counter("skylb_record_leases_lost_total", "Times the lease of the records expired under skylb (with --record-expiry).", stats(func(s publish.Stats) int64 { return s.LeasesLost }))
 	m.Gauge("skylb_health_fail_open", "Objects publishing all their addresses because none passes its health check.", func() float64 { return float64(ctrl.FailOpen()) })
 	m.Gauge("skylb_workqueue_depth", "Objects waiting to be synced.", func() float64 { return float64(ctrl.QueueLen()) })
 	m.Counter("skylb_service_status_writes_total", "Service status updates written.", func() float64 { return float64(ctrl.StatusWrites()) })

@@ -43,6 +43,9 @@ type Result struct {
 	// Granted lists, by source, the names of the group it publishes, in the
 	// order of its claims.
 	Granted map[string][]string
+	// Shared holds the stored names every object publishing them marks
+	// shared with other clusters.
+	Shared map[string]bool
 }
 
 // NewIndex returns an empty Index that publishes at most maxAddrs addresses per
@@ -164,7 +167,10 @@ func rank(a, b claim) int {
 
 // Resolve grants the claims of a group and computes the records of its names.
 func (x *Index) Resolve(group string) Result {
-	res := Result{Records: make(map[string][]skydns.Record), Problems: make(map[string][]source.Problem), Granted: make(map[string][]string)}
+	res := Result{
+		Records: make(map[string][]skydns.Record), Problems: make(map[string][]source.Problem),
+		Granted: make(map[string][]string), Shared: make(map[string]bool),
+	}
 	for name := range x.published[group] {
 		res.Records[name] = nil
 	}
@@ -212,6 +218,9 @@ func (x *Index) Resolve(group string) Result {
 	for _, stored := range order {
 		names[stored] = struct{}{}
 		res.Records[stored] = records(stored, granted[stored], x.maxAddrs, res.Problems)
+		if !slices.ContainsFunc(granted[stored], func(c claim) bool { return !c.pub.Shared }) {
+			res.Shared[stored] = true
+		}
 	}
 	if len(names) == 0 {
 		delete(x.published, group)

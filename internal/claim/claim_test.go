@@ -841,3 +841,18 @@ func TestGranted(t *testing.T) {
 		t.Errorf("Granted of shop2.example.com = %v", got)
 	}
 }
+
+func TestSharedOnlyWhenEveryObjectShares(t *testing.T) {
+	shared := func(p *source.Publication) { p.Shared = true }
+	x := NewIndex(0)
+	a := pub("service/shop/a", 1, names("www.shop.example.org"), shared)
+	b := pub("ingress/shop/b", 2, names("www.shop.example.org"))
+	x.Update(a.Source, a)
+	if got := x.Resolve("shop.example.org").Shared; !got["www.shop.example.org"] {
+		t.Errorf("Shared = %v with its one object shared", got)
+	}
+	x.Update(b.Source, b)
+	if got := x.Resolve("shop.example.org").Shared; got["www.shop.example.org"] {
+		t.Errorf("Shared = %v with one of two objects not shared", got)
+	}
+}

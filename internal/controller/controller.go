@@ -30,15 +30,14 @@ import (
 
 	"github.com/skylb/skylb/internal/claim"
 	"github.com/skylb/skylb/internal/health"
-	"github.com/skylb/skylb/internal/skydns"
+	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/source"
 )
 
 // Publisher receives the records the controller wants published.
 type Publisher interface {
-	// Set replaces the records of one stored name; observed is when the
-	// Kubernetes change behind it was seen.
-	Set(stored string, records []skydns.Record, observed time.Time)
+	// Set replaces what is wanted at one stored name.
+	Set(stored string, w publish.Want)
 	// Complete says every wanted name has been Set.
 	Complete()
 	// Resync compares everything with etcd once more.
@@ -663,7 +662,7 @@ func (c *Controller) updateLocked(src string, pub *source.Publication) []string 
 func (c *Controller) resolveLocked(g string, observed time.Time, touched map[string]bool) {
 	res := c.index.Resolve(g)
 	for stored, records := range res.Records {
-		c.setLocked(stored, records, observed)
+		c.setLocked(stored, publish.Want{Records: records, Shared: res.Shared[stored], Observed: observed})
 	}
 	for s := range c.conflict[g] {
 		touched[s] = true

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 	"github.com/skylb/skylb/internal/zone"
@@ -64,19 +65,21 @@ func newZoneState(cfg *ZoneConfig, zones []string) *zoneState {
 }
 
 // setLocked hands the records of a stored name to the publisher. The apex of a
-// zone gets the guard when no object publishes records there.
-func (c *Controller) setLocked(stored string, records []skydns.Record, observed time.Time) {
+// zone gets the guard when no object publishes records there; every cluster
+// keeps its own guard, so it is not claimed.
+func (c *Controller) setLocked(stored string, w publish.Want) {
 	if z := c.zone; z != nil {
 		if zn, ok := z.apexZone[stored]; ok {
-			if len(records) == 0 {
+			if len(w.Records) == 0 {
 				delete(z.granted, stored)
+				w.Unclaimed = true
 			} else {
-				z.granted[stored] = records
+				z.granted[stored] = w.Records
 			}
-			records = zone.Apex(zn, records, c.cfg.Source.TTL)
+			w.Records = zone.Apex(zn, w.Records, c.cfg.Source.TTL)
 		}
 	}
-	c.pub.Set(stored, records, observed)
+	c.pub.Set(stored, w)
 }
 
 // Nameservers returns the number of nameservers published for each zone; nil
@@ -206,7 +209,8 @@ func (c *Controller) syncZones() {
 	refusedChanged := !slices.Equal(refused, z.refused)
 	z.ns, z.refused, z.synced = ns, refused, true
 	for stored, records := range zone.Records(z.zones, ns, c.cfg.Source.TTL, z.granted) {
-		c.pub.Set(stored, records, observed)
+		_, apex := z.apexZone[stored]
+		c.pub.Set(stored, publish.Want{Records: records, Unclaimed: apex && len(z.granted[stored]) == 0, Observed: observed})
 	}
 	c.mu.Unlock()
 

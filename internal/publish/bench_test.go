@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/netip"
 	"testing"
-	"time"
 
 	"github.com/sirupsen/logrus"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -38,7 +37,7 @@ func BenchmarkDiff(b *testing.B) {
 	for _, n := range []int{1, 10, 64} {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
 			p := New(nil, Config{Prefix: "/skydns", Owner: "bench", Log: quiet()})
-			p.Set("web.shop.example.org", records("web.shop.example.org", n), time.Time{})
+			p.Set("web.shop.example.org", Want{Records: records("web.shop.example.org", n)})
 			// The view holds all but the last record.
 			nm := p.names["web.shop.example.org"]
 			for _, w := range p.wants(nm.records)[:n-1] {
@@ -63,10 +62,10 @@ func BenchmarkDiff(b *testing.B) {
 func BenchmarkSetUnchanged(b *testing.B) {
 	p := New(nil, Config{Prefix: "/skydns", Owner: "bench", Log: quiet()})
 	recs := records("web.shop.example.org", 3)
-	p.Set("web.shop.example.org", recs, time.Time{})
+	p.Set("web.shop.example.org", Want{Records: recs})
 	b.ResetTimer()
 	for range b.N {
-		p.Set("web.shop.example.org", recs, time.Time{})
+		p.Set("web.shop.example.org", Want{Records: recs})
 	}
 }
 
@@ -91,7 +90,7 @@ func BenchmarkFlush(b *testing.B) {
 				go func() { defer close(done); p.Run(ctx) }()
 				for i := range 5000 {
 					name := fmt.Sprintf("svc-%04d.ns-%02d.example.org", i%100, i/100)
-					p.Set(name, records(name, 1), time.Time{})
+					p.Set(name, Want{Records: records(name, 1)})
 				}
 				b.StartTimer()
 				p.Complete()

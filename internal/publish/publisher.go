@@ -3,6 +3,7 @@ package publish
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -18,9 +19,13 @@ import (
 	"github.com/skylb/skylb/internal/skydns"
 )
 
-// ErrFenced is returned when a transaction was refused because a Guard's
-// conditions no longer hold, such as leadership lost to another replica.
-var ErrFenced = errors.New("transaction refused by its guard")
+// ErrFenced is returned when a transaction was refused because its conditions
+// no longer hold: leadership lost to another replica (a Guard's), or another
+// cluster's claim on a name changed (see claims.go).
+var ErrFenced = errors.New("transaction refused by its conditions")
+
+// guardCmps is the room left in every transaction for a Guard's conditions.
+const guardCmps = 4
 
 // Guard adds conditions to every transaction the Publisher commits.
 type Guard interface {
@@ -55,7 +60,18 @@ type Config struct {
 	// ObservePropagation, when set, is told how long each change took from
 	// being observed in Kubernetes to being committed in etcd.
 	ObservePropagation func(time.Duration)
-	Log                logrus.FieldLogger
+	// ClaimPrefix, when set, is where the clusters sharing the etcd claim the
+	// names they publish (see claims.go); empty claims nothing.
+	ClaimPrefix string
+	// OnClaim, when set, is told whenever the decision on a claimed name
+	// changes: granted, or refused with the owners holding it. It is called
+	// without the Publisher's lock held.
+	OnClaim func(stored string, granted bool, holders []string)
+	// RecordExpiry, when set, attaches every key to an etcd lease of this TTL
+	// that the Publisher keeps alive (see lease.go): the keys of a cluster
+	// whose skylb stops renewing it expire.
+	RecordExpiry time.Duration
+	Log          logrus.FieldLogger
 }
 
 // minOwnedForRatio is the number of owned records above which MaxDeleteRatio applies.
@@ -92,6 +108,10 @@ type Stats struct {
 	WatchErrors int64
 	TxnErrors   int64
 	Relists     int64 // full lists of the prefix
+	// Refused is the number of names another cluster holds (see claims.go).
+	Refused int64
+	// LeasesLost counts the record leases that expired under skylb.
+	LeasesLost int64
 	// HeldDeletes is the number of deletions the last full reconciliation held
 	// back under MaxDeleteRatio; 0 when it held none.
 	HeldDeletes int64
@@ -103,6 +123,7 @@ type entry struct {
 	value   []byte
 	host    string
 	modRev  int64
+	lease   int64
 	deleted bool
 }
 
@@ -113,6 +134,20 @@ type want struct {
 	host  string
 }
 
+// Want is what is wanted at one stored name.
+type Want struct {
+	// Records are the records; none wants the name removed.
+	Records []skydns.Record
+	// Shared lets other clusters whose objects share the name publish it
+	// beside this one (see claims.go).
+	Shared bool
+	// Unclaimed records are claimed by no cluster: every cluster keeps its
+	// own, like the apex guard of a zone they share.
+	Unclaimed bool
+	// Observed is when the Kubernetes change behind it was seen, or zero.
+	Observed time.Time
+}
+
 // name is what the Publisher holds for one stored name. Most names have one
 // or two records, so both halves are small slices rather than maps: at ten
 // thousand names that is the difference between a few and tens of megabytes.
@@ -121,6 +156,8 @@ type name struct {
 	// nothing is wanted. Their keys and values are encoded when the name is
 	// compared with the view.
 	records []skydns.Record
+	// shared and unclaimed are those of the Want.
+	shared, unclaimed bool
 	// actual are skylb's keys beneath the name, sorted by key.
 	actual []entry
 }
@@ -168,11 +205,24 @@ type Publisher struct {
 	idle     *sync.Cond
 	flushing bool
 
-	wake chan struct{}
+	wake      chan struct{}
+	leaseWake chan struct{}
 
 	txns, puts, deletes, relists, held atomic.Int64
 	listErrs, watchErrs, txnErrs       atomic.Int64
+	refused, leasesLost                atomic.Int64
 	since                              map[string]time.Time // dirty name -> when its change was observed
+
+	// Claims of the clusters sharing the etcd (see claims.go).
+	claimDir  string                  // ClaimPrefix with a trailing slash; empty: no claims
+	claims    map[string][]claimEntry // stored name -> claims, sorted by owner
+	claimsRev int64                   // revision the claims are current at
+	verdicts  map[string]verdict      // stored name -> last decision on its claim
+	pending   []toldVerdict           // decisions not yet told to OnClaim
+
+	// lease is the lease every key is written with: 0 without RecordExpiry,
+	// and while none is held (see lease.go).
+	lease int64
 }
 
 type tomb struct {
@@ -184,14 +234,20 @@ type tomb struct {
 func New(client *clientv3.Client, cfg Config) *Publisher {
 	cfg.defaults()
 	p := &Publisher{
-		cfg:    cfg,
-		client: client,
-		dir:    trimSlash(cfg.Prefix) + "/",
-		names:  make(map[string]*name),
-		dirty:  make(map[string]bool),
-		since:  make(map[string]time.Time),
-		wake:   make(chan struct{}, 1),
-		active: !cfg.Inactive,
+		cfg:       cfg,
+		client:    client,
+		dir:       trimSlash(cfg.Prefix) + "/",
+		names:     make(map[string]*name),
+		dirty:     make(map[string]bool),
+		since:     make(map[string]time.Time),
+		wake:      make(chan struct{}, 1),
+		leaseWake: make(chan struct{}, 1),
+		active:    !cfg.Inactive,
+		claims:    make(map[string][]claimEntry),
+		verdicts:  make(map[string]verdict),
+	}
+	if cfg.ClaimPrefix != "" {
+		p.claimDir = trimSlash(cfg.ClaimPrefix) + "/"
 	}
 	p.idle = sync.NewCond(&p.mu)
 	return p
@@ -204,11 +260,11 @@ func trimSlash(s string) string {
 	return s
 }
 
-// Set replaces the records wanted at one stored name; nil or empty wants none.
-// observed is when the Kubernetes change behind it was seen, or zero. Setting
-// the records a name has already is cheap and changes nothing: the controller
-// hands over every name of a group whenever one object of the group changes.
-func (p *Publisher) Set(stored string, records []skydns.Record, observed time.Time) {
+// Set replaces what is wanted at one stored name. Setting what a name has
+// already is cheap and changes nothing: the controller hands over every name
+// of a group whenever one object of the group changes.
+func (p *Publisher) Set(stored string, w Want) {
+	records := w.Records
 	if len(records) == 0 {
 		records = nil
 	}
@@ -222,12 +278,14 @@ func (p *Publisher) Set(stored string, records []skydns.Record, observed time.Ti
 		n = &name{}
 		p.names[stored] = n
 	}
-	if (n.records == nil) == (records == nil) && slices.Equal(n.records, records) {
+	if (n.records == nil) == (records == nil) && slices.Equal(n.records, records) &&
+		n.shared == w.Shared && n.unclaimed == w.Unclaimed {
 		return
 	}
 	n.records = slices.Clip(slices.Clone(records))
-	if t, ok := p.since[stored]; !observed.IsZero() && (!ok || observed.Before(t)) {
-		p.since[stored] = observed
+	n.shared, n.unclaimed = w.Shared, w.Unclaimed
+	if t, ok := p.since[stored]; !w.Observed.IsZero() && (!ok || w.Observed.Before(t)) {
+		p.since[stored] = w.Observed
 	}
 	p.markLocked(stored)
 }
@@ -268,6 +326,7 @@ func (p *Publisher) SetActive(active bool) {
 	defer p.mu.Unlock()
 	p.active = active
 	if active {
+		p.wakeLeaseLocked()
 		p.markAllLocked()
 		return
 	}
@@ -327,6 +386,7 @@ func (p *Publisher) Stats() Stats {
 		Errors:     p.listErrs.Load() + p.watchErrs.Load() + p.txnErrs.Load(),
 		ListErrors: p.listErrs.Load(), WatchErrors: p.watchErrs.Load(), TxnErrors: p.txnErrs.Load(),
 		Relists: p.relists.Load(), HeldDeletes: p.held.Load(),
+		Refused: p.refused.Load(), LeasesLost: p.leasesLost.Load(),
 	}
 }
 
@@ -358,17 +418,16 @@ func (p *Publisher) poke() {
 // ends. It survives etcd being unavailable: every failure is retried with backoff.
 func (p *Publisher) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		p.flushLoop(ctx)
-	}()
+	wg.Go(func() { p.flushLoop(ctx) })
+	if p.cfg.RecordExpiry > 0 && !p.cfg.DryRun {
+		wg.Go(func() { p.leaseLoop(ctx) })
+	}
 	for ctx.Err() == nil {
 		rev, ok := p.loadWithRetry(ctx)
 		if !ok {
 			break
 		}
-		p.watch(ctx, rev)
+		p.watchAll(ctx, rev)
 	}
 	wg.Wait()
 }
@@ -384,6 +443,9 @@ func (p *Publisher) flushLoop(ctx context.Context) {
 		case <-p.wake:
 		}
 		err := p.flush(ctx)
+		if p.cfg.OnClaim != nil {
+			p.tellPending()
+		}
 		switch {
 		case err == nil:
 			if failing {
@@ -417,16 +479,20 @@ type change struct {
 	event    bool      // marked by a change rather than by a full reconciliation
 	observed time.Time // when the Kubernetes change behind it was seen, or zero
 	ops      []clientv3.Op
+	cmps     []clientv3.Cmp // conditions of the name's claim
+	lease    int64          // the lease of the puts
 	puts     []want
 	dels     []string
 	added    []string
 	removed  []string
+	claimPut []byte // the value of this cluster's claim, when written
+	claimDel bool   // this cluster's claim is deleted
 }
 
 // flush writes every dirty name. Names whose writes fail stay dirty.
 func (p *Publisher) flush(ctx context.Context) error {
 	p.mu.Lock()
-	if !p.loaded || !p.complete || !p.active || len(p.dirty) == 0 {
+	if !p.loaded || !p.complete || !p.active || len(p.dirty) == 0 || p.awaitingLeaseLocked() {
 		p.mu.Unlock()
 		return nil
 	}
@@ -476,9 +542,12 @@ func (p *Publisher) flush(ctx context.Context) error {
 		}
 	}
 	for len(changes) > 0 {
-		n, ops := 0, 0
-		for n < len(changes) && (n == 0 || ops+len(changes[n].ops) <= p.cfg.MaxTxnOps) {
+		// etcd limits the operations and the conditions of a transaction
+		// each; the guard's conditions take a few.
+		n, ops, cmps := 0, 0, guardCmps
+		for n < len(changes) && (n == 0 || ops+len(changes[n].ops) <= p.cfg.MaxTxnOps && cmps+len(changes[n].cmps) <= p.cfg.MaxTxnOps) {
 			ops += len(changes[n].ops)
+			cmps += len(changes[n].cmps)
 			n++
 		}
 		batch := changes[:n:n]
@@ -524,15 +593,18 @@ func (p *Publisher) diffLocked(stored string) (change, bool) {
 	if n == nil {
 		return change{}, false
 	}
-	c := change{name: stored, event: p.dirty[stored]}
-	wants := p.wants(n.records)
+	c := change{name: stored, event: p.dirty[stored], lease: p.lease}
+	var wants []want
+	if p.claimLocked(n, &c) {
+		wants = p.wants(n.records)
+	}
 	for _, w := range wants {
 		e := n.find(w.key)
-		if e != nil && !e.deleted && bytes.Equal(e.value, w.value) {
+		if e != nil && !e.deleted && bytes.Equal(e.value, w.value) && e.lease == c.lease {
 			continue
 		}
 		c.puts = append(c.puts, w)
-		c.ops = append(c.ops, clientv3.OpPut(w.key, string(w.value)))
+		c.ops = append(c.ops, clientv3.OpPut(w.key, string(w.value), clientv3.WithLease(clientv3.LeaseID(c.lease))))
 		if e == nil || e.deleted || e.host != w.host {
 			c.added = append(c.added, w.host)
 		}
@@ -549,7 +621,7 @@ func (p *Publisher) diffLocked(stored string) (change, bool) {
 		c.removed = append(c.removed, e.host)
 	}
 	if len(c.ops) == 0 {
-		if n.records == nil && len(n.actual) == 0 {
+		if n.records == nil && len(n.actual) == 0 && p.ownClaimLocked(stored) == nil {
 			delete(p.names, stored)
 		}
 		return change{}, false
@@ -617,16 +689,17 @@ func (p *Publisher) CountRecords(f func(stored string, t skydns.Type)) {
 
 // commit writes a batch of changes in one transaction and records the result in the view.
 func (p *Publisher) commit(ctx context.Context, batch []change) error {
-	var ops []clientv3.Op
-	for _, c := range batch {
-		ops = append(ops, c.ops...)
-	}
 	var cmps []clientv3.Cmp
 	if p.cfg.Guard != nil {
 		var err error
 		if cmps, err = p.cfg.Guard.Compares(); err != nil {
 			return fmt.Errorf("%w: %w", ErrFenced, err)
 		}
+	}
+	var ops []clientv3.Op
+	for _, c := range batch {
+		ops = append(ops, c.ops...)
+		cmps = append(cmps, c.cmps...)
 	}
 	// A dry run records its changes in the view as if they were written, at
 	// revision 0 so that anything etcd reports supersedes them: each change is
@@ -663,7 +736,19 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 	for _, c := range batch {
 		n := p.names[c.name]
 		for _, w := range c.puts {
-			n.put(entry{key: w.key, value: w.value, host: w.host, modRev: rev})
+			n.put(entry{key: w.key, value: w.value, host: w.host, modRev: rev, lease: c.lease})
+		}
+		switch {
+		case c.claimPut != nil:
+			created := rev
+			if own := p.ownClaimLocked(c.name); own != nil {
+				created = own.created
+			}
+			var v claimValue
+			_ = json.Unmarshal(c.claimPut, &v)
+			p.putClaimLocked(c.name, claimEntry{owner: p.cfg.Owner, value: c.claimPut, shared: v.Shared, created: created, modRev: rev, lease: c.lease})
+		case c.claimDel:
+			p.removeClaimLocked(c.name, p.cfg.Owner)
 		}
 		for _, key := range c.dels {
 			n.put(entry{key: key, modRev: rev, deleted: true})

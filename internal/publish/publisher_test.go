@@ -130,7 +130,7 @@ func TestCreateUpdateDelete(t *testing.T) {
 	p := start(t, c)
 
 	a, b, v6 := rec("web.example.org", "192.0.2.1"), rec("web.example.org", "192.0.2.2"), rec("web.example.org", "2001:db8::1")
-	p.Set("web.example.org", []skydns.Record{a, b}, time.Time{})
+	p.Set("web.example.org", publish.Want{Records: []skydns.Record{a, b}})
 	p.Complete()
 	waitIdle(t, p)
 	if diff := cmp.Diff(want(a, b), dump(t, c)); diff != "" {
@@ -138,7 +138,7 @@ func TestCreateUpdateDelete(t *testing.T) {
 	}
 
 	before := p.Stats().Txns
-	p.Set("web.example.org", []skydns.Record{b, v6}, time.Time{})
+	p.Set("web.example.org", publish.Want{Records: []skydns.Record{b, v6}})
 	waitIdle(t, p)
 	if diff := cmp.Diff(want(b, v6), dump(t, c)); diff != "" {
 		t.Fatalf("after update (-want +got):\n%s", diff)
@@ -147,7 +147,7 @@ func TestCreateUpdateDelete(t *testing.T) {
 		t.Errorf("update of one name took %d transactions, want 1", got)
 	}
 
-	p.Set("web.example.org", nil, time.Time{})
+	p.Set("web.example.org", publish.Want{Records: nil})
 	waitIdle(t, p)
 	if got := dump(t, c); len(got) != 0 {
 		t.Fatalf("after delete: etcd holds %v, want nothing", got)
@@ -169,10 +169,10 @@ func TestForeignKeysAreLeftAlone(t *testing.T) {
 	}
 	p := start(t, c)
 	a := rec("web.example.org", "192.0.2.1")
-	p.Set("web.example.org", []skydns.Record{a}, time.Time{})
+	p.Set("web.example.org", publish.Want{Records: []skydns.Record{a}})
 	p.Complete()
 	waitIdle(t, p)
-	p.Set("web.example.org", nil, time.Time{})
+	p.Set("web.example.org", publish.Want{Records: nil})
 	p.Resync()
 	waitIdle(t, p)
 	if diff := cmp.Diff(foreign, dump(t, c)); diff != "" {
@@ -188,7 +188,7 @@ func TestNothingIsWrittenBeforeComplete(t *testing.T) {
 	put(t, c, k, v)
 
 	p := start(t, c)
-	p.Set("web.example.org", []skydns.Record{rec("web.example.org", "192.0.2.1")}, time.Time{})
+	p.Set("web.example.org", publish.Want{Records: []skydns.Record{rec("web.example.org", "192.0.2.1")}})
 	time.Sleep(500 * time.Millisecond)
 	if diff := cmp.Diff(map[string]string{k: v}, dump(t, c)); diff != "" {
 		t.Fatalf("before Complete (-want +got):\n%s", diff)
@@ -209,7 +209,7 @@ func TestDriftIsRepaired(t *testing.T) {
 	c := srv.NewClient(t)
 	p := start(t, c)
 	a, b := rec("web.example.org", "192.0.2.1"), rec("web.example.org", "192.0.2.2")
-	p.Set("web.example.org", []skydns.Record{a, b}, time.Time{})
+	p.Set("web.example.org", publish.Want{Records: []skydns.Record{a, b}})
 	p.Complete()
 	waitIdle(t, p)
 	ka, _ := kv(a)
@@ -255,7 +255,7 @@ func TestRestartWritesNothing(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); first.Run(ctx) }()
 	for name, rs := range records {
-		first.Set(name, rs, time.Time{})
+		first.Set(name, publish.Want{Records: rs})
 	}
 	first.Complete()
 	waitIdle(t, first)
@@ -265,7 +265,7 @@ func TestRestartWritesNothing(t *testing.T) {
 	rev := revision(t, c)
 	second := start(t, c)
 	for name, rs := range records {
-		second.Set(name, rs, time.Time{})
+		second.Set(name, publish.Want{Records: rs})
 	}
 	second.Complete()
 	waitIdle(t, second)
@@ -285,7 +285,7 @@ func TestManyNamesShareTransactionsWithinLimit(t *testing.T) {
 	for i := range 300 {
 		name := fmt.Sprintf("svc%d.default.example.org", i)
 		r := rec(name, fmt.Sprintf("192.0.2.%d", i%250+1))
-		p.Set(name, []skydns.Record{r}, time.Time{})
+		p.Set(name, publish.Want{Records: []skydns.Record{r}})
 		k, v := kv(r)
 		expected[k] = v
 	}
@@ -305,14 +305,14 @@ func TestEtcdDownThenBack(t *testing.T) {
 	c := srv.NewClient(t)
 	p := start(t, c)
 	a := rec("web.example.org", "192.0.2.1")
-	p.Set("web.example.org", []skydns.Record{a}, time.Time{})
+	p.Set("web.example.org", publish.Want{Records: []skydns.Record{a}})
 	p.Complete()
 	waitIdle(t, p)
 
 	srv.Stop()
 	b := rec("api.example.org", "192.0.2.2")
-	p.Set("api.example.org", []skydns.Record{b}, time.Time{})
-	p.Set("web.example.org", nil, time.Time{})
+	p.Set("api.example.org", publish.Want{Records: []skydns.Record{b}})
+	p.Set("web.example.org", publish.Want{Records: nil})
 	eventually(t, "an etcd error counted while etcd is down", func() bool { return p.Stats().Errors > 0 })
 	srv.Restart()
 	back := time.Now()
@@ -338,10 +338,10 @@ func TestMassDeletionIsHeld(t *testing.T) {
 	// more than half, so they are held; the new record is written.
 	p := start(t, c)
 	for _, r := range old[:5] {
-		p.Set(r.Name, []skydns.Record{r}, time.Time{})
+		p.Set(r.Name, publish.Want{Records: []skydns.Record{r}})
 	}
 	fresh := rec("new.default.example.org", "192.0.2.100")
-	p.Set(fresh.Name, []skydns.Record{fresh}, time.Time{})
+	p.Set(fresh.Name, publish.Want{Records: []skydns.Record{fresh}})
 	p.Complete()
 	waitIdle(t, p)
 	if got := len(dump(t, c)); got != 21 {
@@ -352,7 +352,7 @@ func TestMassDeletionIsHeld(t *testing.T) {
 	}
 
 	// Deletions driven by changes are not held back.
-	p.Set(old[0].Name, nil, time.Time{})
+	p.Set(old[0].Name, publish.Want{Records: nil})
 	waitIdle(t, p)
 	if got := len(dump(t, c)); got != 20 {
 		t.Errorf("after an event-driven deletion etcd holds %d keys, want 20", got)
@@ -360,7 +360,7 @@ func TestMassDeletionIsHeld(t *testing.T) {
 
 	// Once the desired state is back, nothing is held.
 	for _, r := range old[1:] {
-		p.Set(r.Name, []skydns.Record{r}, time.Time{})
+		p.Set(r.Name, publish.Want{Records: []skydns.Record{r}})
 	}
 	p.Resync()
 	waitIdle(t, p)
@@ -396,7 +396,7 @@ func TestDryRunWritesNothingAndCountsEachChangeOnce(t *testing.T) {
 	defer cancel()
 	go p.Run(ctx)
 	a := rec("web.example.org", "192.0.2.1")
-	p.Set(a.Name, []skydns.Record{a}, time.Time{})
+	p.Set(a.Name, publish.Want{Records: []skydns.Record{a}})
 	p.Complete()
 	waitIdle(t, p)
 	// Marked again, as a full reconciliation or an unchanged update does.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -45,42 +46,31 @@ func (p *Publisher) loadWithRetry(ctx context.Context) (int64, bool) {
 	}
 }
 
-// load lists the prefix page by page at one revision and replaces the view.
+// load lists the prefix, and the claims, page by page at one revision and
+// replaces the view.
 func (p *Publisher) load(ctx context.Context) (int64, error) {
 	p.mu.Lock()
 	p.loaded = false
 	p.mu.Unlock()
 
 	owned := make(map[string][]entry)
-	end := clientv3.GetPrefixRangeEnd(p.dir)
-	key, rev := p.dir, int64(0)
-	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(p.cfg.PageSize)}
-		if rev != 0 {
-			opts = append(opts, clientv3.WithRev(rev))
+	rev, err := p.listAt(ctx, p.dir, 0, func(kv *mvccpb.KeyValue) {
+		stored, _, ok := skydns.SplitKey(p.cfg.Prefix, string(kv.Key))
+		if !ok {
+			return
 		}
-		tctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
-		resp, err := p.client.Get(tctx, key, opts...)
-		cancel()
-		if err != nil {
+		if host, mine := p.owns(kv.Value); mine {
+			owned[stored] = append(owned[stored], entry{key: string(kv.Key), value: kv.Value, host: host, modRev: kv.ModRevision, lease: kv.Lease})
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	claims := make(map[string][]claimEntry)
+	if p.claiming() {
+		if claims, err = p.loadClaims(ctx, rev); err != nil {
 			return 0, err
 		}
-		if rev == 0 {
-			rev = resp.Header.Revision
-		}
-		for _, kv := range resp.Kvs {
-			stored, _, ok := skydns.SplitKey(p.cfg.Prefix, string(kv.Key))
-			if !ok {
-				continue
-			}
-			if host, mine := p.owns(kv.Value); mine {
-				owned[stored] = append(owned[stored], entry{key: string(kv.Key), value: kv.Value, host: host, modRev: kv.ModRevision})
-			}
-		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			break
-		}
-		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
 
 	p.mu.Lock()
@@ -96,11 +86,47 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 	for stored, actual := range owned {
 		p.names[stored] = &name{actual: actual}
 	}
+	p.claims, p.claimsRev = claims, rev
+	for stored := range claims {
+		if p.names[stored] == nil && p.ownClaimLocked(stored) != nil {
+			p.names[stored] = &name{}
+		}
+	}
 	p.tombs = nil
 	p.loaded = true
+	p.wakeLeaseLocked()
 	p.relists.Add(1)
 	p.markAllLocked()
 	return rev, nil
+}
+
+// listAt calls f for every key under dir at revision rev (0: the current one),
+// reading page by page, and returns the revision read.
+func (p *Publisher) listAt(ctx context.Context, dir string, rev int64, f func(*mvccpb.KeyValue)) (int64, error) {
+	end := clientv3.GetPrefixRangeEnd(dir)
+	key := dir
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(p.cfg.PageSize)}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		tctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+		resp, err := p.client.Get(tctx, key, opts...)
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			f(kv)
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return rev, nil
+		}
+		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
 }
 
 // owns reports whether a stored value is skylb's, and its host.
@@ -116,13 +142,33 @@ func (p *Publisher) owns(value []byte) (string, bool) {
 	return v.Host, true
 }
 
-// watch applies changes from revision rev+1 on until a relist is needed or ctx ends.
-func (p *Publisher) watch(ctx context.Context, rev int64) {
+// watchAll watches the records and the claims from revision rev+1 on, until a
+// relist is needed or ctx ends.
+func (p *Publisher) watchAll(ctx context.Context, rev int64) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer cancel()
+		p.watch(ctx, p.dir, rev, p.apply)
+	})
+	if p.claiming() {
+		wg.Go(func() {
+			defer cancel()
+			p.watch(ctx, p.claimDir, rev, p.applyClaims)
+		})
+	}
+	wg.Wait()
+}
+
+// watch hands the changes under dir from revision rev+1 on to apply, until a
+// relist is needed or ctx ends.
+func (p *Publisher) watch(ctx context.Context, dir string, rev int64, apply func([]*clientv3.Event, int64)) {
 	next := rev + 1
 	bo := newBackoff(200*time.Millisecond, 10*time.Second)
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		wch := p.client.Watch(wctx, p.dir, clientv3.WithPrefix(), clientv3.WithRev(next), clientv3.WithProgressNotify())
+		wch := p.client.Watch(wctx, dir, clientv3.WithPrefix(), clientv3.WithRev(next), clientv3.WithProgressNotify())
 		for wr := range wch {
 			if wr.CompactRevision != 0 {
 				cancel()
@@ -141,7 +187,7 @@ func (p *Publisher) watch(ctx context.Context, rev int64) {
 			} else if wr.IsProgressNotify() {
 				next = wr.Header.Revision + 1
 			}
-			p.apply(wr.Events, next-1)
+			apply(wr.Events, next-1)
 		}
 		cancel()
 		select {
@@ -181,7 +227,7 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 				n = &name{}
 				p.names[stored] = n
 			}
-			n.put(entry{key: key, value: ev.Kv.Value, host: host, modRev: ev.Kv.ModRevision})
+			n.put(entry{key: key, value: ev.Kv.Value, host: host, modRev: ev.Kv.ModRevision, lease: ev.Kv.Lease})
 		case old != nil:
 			// Deleted, or overwritten with something that is not skylb's.
 			n.remove(key)

@@ -20,6 +20,9 @@ import (
 const (
 	AnnotationHostname = "skylb.io/hostname"
 	AnnotationTTL      = "skylb.io/ttl"
+	// AnnotationShared "true" lets other clusters publishing into the same
+	// etcd publish the object's names too, when they mark theirs shared.
+	AnnotationShared = "skylb.io/shared"
 )
 
 // Annotations of external-dns, read so that its users can switch without editing objects.
@@ -43,6 +46,10 @@ type Config struct {
 	Zones            dnsname.Zones
 	TTL              uint32 // default record TTL
 	DefaultNamespace string // Services of this namespace are also published as <svc>.<zone>
+	// ClusterLabel, when set, is a label inserted before the zone in the
+	// generated names (<svc>.<namespace>.<label>.<zone>), so that the clusters
+	// sharing an etcd never generate the same name.
+	ClusterLabel string
 
 	// AddressSource is the address source of the Services skylb implements.
 	AddressSource Mode
@@ -110,6 +117,9 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 		Kind: "Service", APIVersion: "v1", Namespace: svc.Namespace, Name: svc.Name, UID: svc.UID,
 	})
 	zone := b.cfg.Zones[0]
+	if b.cfg.ClusterLabel != "" {
+		zone = b.cfg.ClusterLabel + "." + zone
+	}
 	generated := svc.Name + "." + svc.Namespace + "." + zone
 	b.addName(p, generated, true)
 	if b.cfg.DefaultNamespace != "" && svc.Namespace == b.cfg.DefaultNamespace {
@@ -242,6 +252,11 @@ func (b *Builder) newPublication(kind string, meta *metav1.ObjectMeta, ref corev
 		p.problem(ReasonInvalidTTL, "annotation %s: %v; using %d seconds", key, err, b.cfg.TTL)
 	} else if ttl != 0 {
 		p.TTL = ttl
+	}
+	if v, ok := meta.Annotations[AnnotationShared]; ok {
+		if p.Shared, err = strconv.ParseBool(v); err != nil {
+			p.problem(ReasonInvalidAnnotation, "annotation %s: %q is not true or false; the names are not shared", AnnotationShared, v)
+		}
 	}
 	return p
 }

@@ -789,3 +789,46 @@ func FuzzAnnotations(f *testing.F) {
 		}
 	})
 }
+
+func TestServiceSharedAndClusterLabel(t *testing.T) {
+	cfg := testConfig
+	cfg.ClusterLabel = "east"
+	b := NewBuilder(cfg, Listers{})
+	tests := []struct {
+		name string
+		svc  *corev1.Service
+		want *Publication
+	}{
+		{
+			name: "generated names carry the cluster label",
+			svc:  newService("default", "web"),
+			want: svcPub("default", "web", Publication{Names: []Name{
+				gen("web.default.east.example.org", "example.org"), gen("web.east.example.org", "example.org"),
+			}}),
+		},
+		{
+			name: "shared",
+			svc:  newService("shop", "web", annotate(AnnotationShared, "true", AnnotationHostname, "www.example.org")),
+			want: svcPub("shop", "web", Publication{Shared: true, Names: []Name{
+				gen("web.shop.east.example.org", "example.org"), host("www.example.org", "example.org"),
+			}}),
+		},
+		{
+			name: "a value that is not a boolean shares nothing",
+			svc:  newService("shop", "web", annotate(AnnotationShared, "yes please")),
+			want: svcPub("shop", "web", Publication{
+				Names:    []Name{gen("web.shop.east.example.org", "example.org")},
+				Problems: []Problem{problem(ReasonInvalidAnnotation, AnnotationShared)},
+			}),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := b.Service(tt.svc)
+			if diff := diffPub(tt.want, got); diff != "" {
+				t.Errorf("Service mismatch (-want +got):\n%s", diff)
+			}
+			checkProblemMessages(t, tt.want, got)
+		})
+	}
+}

@@ -28,6 +28,9 @@ type Publication struct {
 	Targets   []string     // CNAME targets, sorted, unique; used only without addresses
 	TTL       uint32
 	Problems  []Problem // what was refused while reading the object
+	// Shared lets other clusters publish the object's names too (see
+	// AnnotationShared).
+	Shared bool
 
 	// Mode is where the addresses came from.
 	Mode Mode

@@ -1,0 +1,265 @@
+package publish
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/skylb/skylb/internal/claim"
+)
+
+// Clusters that share an etcd decide which of them publishes a name with
+// claims, one key per cluster and stored name:
+//
+//	<ClaimPrefix>/<stored name>/<owner>  {"owner":"<owner>","shared":true}
+//
+// A cluster writes its claim in the transaction that first writes the name's
+// records, and deletes it in the one that removes them; the claim carries the
+// records' lease, so it expires with them. claim.Arbitrate decides from the
+// claims: the earliest holds the name, later shared claims join a shared one,
+// the others wait. Every transaction that writes records of a name carries
+// conditions that fail it when the claims it was decided on have changed:
+//
+//   - a new claim: no claim on the name was created after the claims were
+//     read, so two clusters claiming at once cannot both win;
+//   - any grant: the claims ranked before this cluster's are unchanged, so a
+//     shared name its first holder makes exclusive is not written.
+//
+// A refused transaction is retried once the watch has delivered the change,
+// and is then decided again.
+
+// claimEntry is one claim in the view.
+type claimEntry struct {
+	owner   string
+	value   []byte
+	shared  bool
+	created int64 // etcd create revision; 0 for a dry run's
+	modRev  int64
+	lease   int64
+}
+
+// claimValue is the JSON of a claim.
+type claimValue struct {
+	Owner  string `json:"owner"`
+	Shared bool   `json:"shared,omitempty"`
+}
+
+// verdict is the last decision told for a claimed name.
+type verdict struct {
+	granted bool
+	holders []string
+}
+
+// claiming reports whether names are claimed.
+func (p *Publisher) claiming() bool { return p.claimDir != "" }
+
+// claimKey returns the key of owner's claim on stored.
+func (p *Publisher) claimKey(stored, owner string) string {
+	return p.claimDir + stored + "/" + owner
+}
+
+// splitClaimKey returns the stored name and the owner of a claim key.
+func (p *Publisher) splitClaimKey(key string) (stored, owner string, ok bool) {
+	rest, ok := strings.CutPrefix(key, p.claimDir)
+	if !ok {
+		return "", "", false
+	}
+	i := strings.LastIndexByte(rest, '/')
+	if i <= 0 || i == len(rest)-1 {
+		return "", "", false
+	}
+	return rest[:i], rest[i+1:], true
+}
+
+// claimFromKV returns the claim a key holds. A value that is not a claim is
+// kept as an unshared one: it still holds the name for its owner, and if the
+// owner is this cluster, the value differs from what it wants and is repaired.
+func claimFromKV(owner string, kv *mvccpb.KeyValue) claimEntry {
+	var v claimValue
+	_ = json.Unmarshal(kv.Value, &v)
+	return claimEntry{owner: owner, value: kv.Value, shared: v.Shared, created: kv.CreateRevision, modRev: kv.ModRevision, lease: kv.Lease}
+}
+
+// encodeClaim returns the value of this cluster's claim.
+func (p *Publisher) encodeClaim(shared bool) []byte {
+	b, _ := json.Marshal(claimValue{Owner: p.cfg.Owner, Shared: shared})
+	return b
+}
+
+// putClaimLocked records a claim in the view, replacing the owner's previous one.
+func (p *Publisher) putClaimLocked(stored string, e claimEntry) {
+	list := p.claims[stored]
+	i, found := slices.BinarySearchFunc(list, e.owner, cmpOwner)
+	if found {
+		list[i] = e
+		return
+	}
+	p.claims[stored] = slices.Insert(list, i, e)
+}
+
+// removeClaimLocked drops owner's claim on stored from the view.
+func (p *Publisher) removeClaimLocked(stored, owner string) {
+	list := p.claims[stored]
+	if i, found := slices.BinarySearchFunc(list, owner, cmpOwner); found {
+		list = slices.Delete(list, i, i+1)
+	}
+	if len(list) == 0 {
+		delete(p.claims, stored)
+		return
+	}
+	p.claims[stored] = list
+}
+
+// ownClaimLocked returns this cluster's claim on stored, or nil.
+func (p *Publisher) ownClaimLocked(stored string) *claimEntry {
+	list := p.claims[stored]
+	if i, found := slices.BinarySearchFunc(list, p.cfg.Owner, cmpOwner); found {
+		return &list[i]
+	}
+	return nil
+}
+
+func cmpOwner(e claimEntry, owner string) int { return strings.Compare(e.owner, owner) }
+
+// claimLocked adds to c what keeps this cluster's claim on a name as wanted,
+// and reports whether the cluster may write the name's records.
+func (p *Publisher) claimLocked(n *name, c *change) bool {
+	if !p.claiming() {
+		return true
+	}
+	own := p.ownClaimLocked(c.name)
+	if n.records == nil || n.unclaimed {
+		if own != nil {
+			c.ops = append(c.ops, clientv3.OpDelete(p.claimKey(c.name, p.cfg.Owner)))
+			c.claimDel = true
+		}
+		p.tellLocked(c.name, nil)
+		return true
+	}
+	others := p.claims[c.name]
+	claims := make([]claim.ClusterClaim, 0, len(others))
+	for _, e := range others {
+		claims = append(claims, claim.ClusterClaim{Owner: e.owner, Shared: e.shared, Created: e.created})
+	}
+	granted, holders := claim.Arbitrate(p.cfg.Owner, n.shared, claims)
+	p.tellLocked(c.name, &verdict{granted: granted, holders: holders})
+
+	value := p.encodeClaim(n.shared)
+	if own == nil || !bytes.Equal(own.value, value) || own.lease != p.lease {
+		key := p.claimKey(c.name, p.cfg.Owner)
+		c.ops = append(c.ops, clientv3.OpPut(key, string(value), clientv3.WithLease(clientv3.LeaseID(p.lease))))
+		c.claimPut = value
+	}
+	if !granted {
+		return false
+	}
+	if own == nil {
+		// Nobody may have claimed the name since the claims were read.
+		prefix := p.claimDir + c.name + "/"
+		c.cmps = append(c.cmps, clientv3.Compare(clientv3.CreateRevision(prefix), "<", p.claimsRev+1).WithPrefix())
+	}
+	ownCreated := int64(1<<63 - 1)
+	if own != nil && own.created != 0 {
+		ownCreated = own.created
+	}
+	for _, e := range others {
+		if e.owner != p.cfg.Owner && e.created != 0 && e.created < ownCreated {
+			c.cmps = append(c.cmps, clientv3.Compare(clientv3.ModRevision(p.claimKey(c.name, e.owner)), "=", e.modRev))
+		}
+	}
+	return true
+}
+
+// tellLocked remembers the decision on a name (nil: no longer claimed) and
+// queues it for OnClaim when it changed.
+func (p *Publisher) tellLocked(stored string, v *verdict) {
+	old, had := p.verdicts[stored]
+	if v == nil {
+		if had {
+			delete(p.verdicts, stored)
+			if !old.granted {
+				p.refused.Add(-1)
+			}
+		}
+		return
+	}
+	if had && old.granted == v.granted && slices.Equal(old.holders, v.holders) {
+		return
+	}
+	if had && !old.granted {
+		p.refused.Add(-1)
+	}
+	if !v.granted {
+		p.refused.Add(1)
+	}
+	p.verdicts[stored] = *v
+	if p.cfg.OnClaim != nil && (had || !v.granted) {
+		p.pending = append(p.pending, toldVerdict{stored: stored, verdict: *v})
+	}
+}
+
+// toldVerdict is a decision waiting to be told to OnClaim.
+type toldVerdict struct {
+	stored string
+	verdict
+}
+
+// tellPending calls OnClaim for the decisions made since the last call.
+func (p *Publisher) tellPending() {
+	p.mu.Lock()
+	pending := p.pending
+	p.pending = nil
+	p.mu.Unlock()
+	for _, t := range pending {
+		p.cfg.OnClaim(t.stored, t.granted, t.holders)
+	}
+}
+
+// loadClaims lists the claims at revision rev.
+func (p *Publisher) loadClaims(ctx context.Context, rev int64) (map[string][]claimEntry, error) {
+	claims := make(map[string][]claimEntry)
+	_, err := p.listAt(ctx, p.claimDir, rev, func(kv *mvccpb.KeyValue) {
+		stored, owner, ok := p.splitClaimKey(string(kv.Key))
+		if !ok {
+			return
+		}
+		// Keys come in order, so the owners of a name are sorted.
+		claims[stored] = append(claims[stored], claimFromKV(owner, kv))
+	})
+	return claims, err
+}
+
+// applyClaims records watched changes of claims in the view and marks the
+// names they concern.
+func (p *Publisher) applyClaims(events []*clientv3.Event, rev int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ev := range events {
+		stored, owner, ok := p.splitClaimKey(string(ev.Kv.Key))
+		if !ok {
+			continue
+		}
+		if owner == p.cfg.Owner {
+			if own := p.ownClaimLocked(stored); own != nil && ev.Kv.ModRevision <= own.modRev {
+				continue // a write of this Publisher's, already in the view
+			}
+		}
+		if ev.Type == mvccpb.PUT {
+			p.putClaimLocked(stored, claimFromKV(owner, ev.Kv))
+		} else {
+			p.removeClaimLocked(stored, owner)
+		}
+		if p.names[stored] == nil && owner == p.cfg.Owner {
+			p.names[stored] = &name{}
+		}
+		if p.names[stored] != nil {
+			p.markLocked(stored)
+		}
+	}
+	p.claimsRev = max(p.claimsRev, rev)
+}

@@ -1,0 +1,296 @@
+package publish_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/skylb/skylb/internal/etcdtest"
+	"github.com/skylb/skylb/internal/publish"
+	"github.com/skylb/skylb/internal/skydns"
+)
+
+// cluster is one cluster's publisher in a test of several sharing an etcd.
+type cluster struct {
+	owner string
+	pub   *publish.Publisher
+	stop  func()
+
+	mu       sync.Mutex
+	verdicts map[string]string // stored name -> "granted" or "refused by <holders>"
+}
+
+// startCluster runs a publisher with owner id owner and claims under
+// /skylb/claims until stop or the end of the test.
+func startCluster(t *testing.T, c *clientv3.Client, owner string, expiry time.Duration) *cluster {
+	t.Helper()
+	cl := &cluster{owner: owner, verdicts: make(map[string]string)}
+	cl.pub = publish.New(c, publish.Config{
+		Prefix: "/skydns", Owner: owner, Timeout: 2 * time.Second, Log: quietLog(),
+		ClaimPrefix: "/skylb/claims", RecordExpiry: expiry,
+		OnClaim: func(stored string, granted bool, holders []string) {
+			cl.mu.Lock()
+			defer cl.mu.Unlock()
+			cl.verdicts[stored] = "granted"
+			if !granted {
+				cl.verdicts[stored] = "refused by " + strings.Join(holders, ",")
+			}
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cl.pub.Run(ctx)
+	}()
+	var once sync.Once
+	cl.stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+	t.Cleanup(cl.stop)
+	cl.pub.Complete()
+	return cl
+}
+
+func (cl *cluster) verdict(stored string) string {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.verdicts[stored]
+}
+
+// set wants one address at name, shared or not.
+func (cl *cluster) set(name, host string, shared bool) {
+	cl.pub.Set(name, publish.Want{Records: []skydns.Record{rec(name, host)}, Shared: shared})
+}
+
+// hosts returns the hosts of the records at name, by owner, as "owner=host", sorted.
+func hosts(t *testing.T, c *clientv3.Client, name string) []string {
+	t.Helper()
+	var out []string
+	for key, value := range dump(t, c) {
+		if !strings.HasPrefix(key, skydns.Path("/skydns", name)+"/") {
+			continue
+		}
+		v, err := skydns.Decode([]byte(value))
+		if err != nil {
+			t.Fatalf("decode %s: %v", key, err)
+		}
+		out = append(out, v.Owner+"="+v.Host)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// claimsOf returns the owners claiming name, sorted.
+func claimsOf(t *testing.T, c *clientv3.Client, name string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp, err := c.Get(ctx, "/skylb/claims/"+name+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, kv := range resp.Kvs {
+		out = append(out, strings.TrimPrefix(string(kv.Key), "/skylb/claims/"+name+"/"))
+	}
+	return out
+}
+
+func equalEventually(t *testing.T, what string, got func() []string, want ...string) {
+	t.Helper()
+	var last []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if last = got(); slices.Equal(last, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: got %q, want %q", what, last, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestClustersFirstClaimHoldsAName(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	a := startCluster(t, c, "east", 0)
+	b := startCluster(t, c, "west", 0)
+	const name = "web.example.org"
+
+	a.set(name, "192.0.2.1", false)
+	waitIdle(t, a.pub)
+	b.set(name, "192.0.2.2", false)
+	waitIdle(t, b.pub)
+	if got := hosts(t, c, name); !slices.Equal(got, []string{"east=192.0.2.1"}) {
+		t.Fatalf("records = %q, want only east's", got)
+	}
+	if got := b.verdict(name); got != "refused by east" {
+		t.Errorf("west's verdict = %q", got)
+	}
+	if got := claimsOf(t, c, name); !slices.Equal(got, []string{"east", "west"}) {
+		t.Errorf("claims = %q; the refused cluster keeps its claim to take over later", got)
+	}
+
+	// Marking it shared in one cluster is not enough.
+	b.set(name, "192.0.2.2", true)
+	waitIdle(t, b.pub)
+	if got := hosts(t, c, name); !slices.Equal(got, []string{"east=192.0.2.1"}) {
+		t.Fatalf("records = %q after west alone shares it", got)
+	}
+
+	// Shared in both: the answers merge.
+	a.set(name, "192.0.2.1", true)
+	equalEventually(t, "records of a shared name", func() []string { return hosts(t, c, name) }, "east=192.0.2.1", "west=192.0.2.2")
+	if got := b.verdict(name); got != "granted" {
+		t.Errorf("west's verdict = %q after both share it", got)
+	}
+
+	// The first holder withdrawing the sharing takes the name back.
+	a.set(name, "192.0.2.1", false)
+	equalEventually(t, "records after east stops sharing", func() []string { return hosts(t, c, name) }, "east=192.0.2.1")
+
+	// The first holder removing the name hands it over to the waiting claim.
+	a.pub.Set(name, publish.Want{})
+	equalEventually(t, "records after east removes the name", func() []string { return hosts(t, c, name) }, "west=192.0.2.2")
+	equalEventually(t, "claims after east removes the name", func() []string { return claimsOf(t, c, name) }, "west")
+
+	// Removing it everywhere leaves nothing behind.
+	b.pub.Set(name, publish.Want{})
+	waitIdle(t, b.pub)
+	if got, claims := hosts(t, c, name), claimsOf(t, c, name); len(got) != 0 || len(claims) != 0 {
+		t.Errorf("after both removed the name: records %q, claims %q", got, claims)
+	}
+}
+
+func TestClustersRacingForNamesHaveOneWinnerEach(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	const names = 60
+	clusters := []*cluster{startCluster(t, c, "east", 0), startCluster(t, c, "west", 0), startCluster(t, c, "north", 0)}
+	var wg sync.WaitGroup
+	for i, cl := range clusters {
+		wg.Go(func() {
+			for n := range names {
+				cl.set(fmt.Sprintf("n%02d.example.org", n), fmt.Sprintf("192.0.2.%d", i+1), false)
+			}
+		})
+	}
+	wg.Wait()
+	for _, cl := range clusters {
+		waitIdle(t, cl.pub)
+	}
+	// Every decision refused is retried until the watch has delivered the
+	// winner's claim; wait for the records to settle.
+	time.Sleep(500 * time.Millisecond)
+	for _, cl := range clusters {
+		waitIdle(t, cl.pub)
+	}
+	for n := range names {
+		name := fmt.Sprintf("n%02d.example.org", n)
+		got := hosts(t, c, name)
+		if len(got) != 1 {
+			t.Errorf("%s: records %q, want exactly one cluster's", name, got)
+			continue
+		}
+		winner := strings.Split(got[0], "=")[0]
+		for _, cl := range clusters {
+			want := "granted"
+			if cl.owner != winner {
+				want = "refused by " + winner
+			}
+			if v := cl.verdict(name); v != want && !(want == "granted" && v == "") {
+				t.Errorf("%s: %s's verdict = %q, want %q", name, cl.owner, v, want)
+			}
+		}
+	}
+}
+
+func TestRecordsExpireWithTheirCluster(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	const expiry = 2 * time.Second
+	a := startCluster(t, c, "east", expiry)
+	b := startCluster(t, c, "west", expiry)
+	const name = "web.example.org"
+	a.set(name, "192.0.2.1", true)
+	b.set(name, "192.0.2.2", true)
+	equalEventually(t, "records of both", func() []string { return hosts(t, c, name) }, "east=192.0.2.1", "west=192.0.2.2")
+
+	// Outliving the TTL several times over: the lease is renewed.
+	time.Sleep(3 * expiry)
+	if got := hosts(t, c, name); len(got) != 2 {
+		t.Fatalf("records = %q while both clusters run", got)
+	}
+
+	stopped := time.Now()
+	a.stop()
+	equalEventually(t, "records after east stopped", func() []string { return hosts(t, c, name) }, "west=192.0.2.2")
+	equalEventually(t, "claims after east stopped", func() []string { return claimsOf(t, c, name) }, "west")
+	if d := time.Since(stopped); d > expiry+2*time.Second {
+		t.Errorf("east's records expired after %v, want about %v", d, expiry)
+	}
+
+	// East returns: its records are written again, with a new lease.
+	a = startCluster(t, c, "east", expiry)
+	a.set(name, "192.0.2.1", true)
+	equalEventually(t, "records after east returned", func() []string { return hosts(t, c, name) }, "east=192.0.2.1", "west=192.0.2.2")
+}
+
+func TestRestartAdoptsTheLeaseAndWritesNothing(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	const expiry = 10 * time.Second
+	names := []string{"a.example.org", "b.example.org", "c.example.org"}
+	first := startCluster(t, c, "east", expiry)
+	for _, n := range names {
+		first.set(n, "192.0.2.1", false)
+	}
+	waitIdle(t, first.pub)
+	eventually(t, "records leased", func() bool { return leased(t, c) == len(names) })
+	first.stop()
+
+	before := revision(t, c)
+	second := startCluster(t, c, "east", expiry)
+	for _, n := range names {
+		second.set(n, "192.0.2.1", false)
+	}
+	waitIdle(t, second.pub)
+	// The lease is adopted asynchronously; give it the time of a few renewals.
+	time.Sleep(time.Second)
+	waitIdle(t, second.pub)
+	if after := revision(t, c); after != before {
+		t.Errorf("restart changed the revision from %d to %d", before, after)
+	}
+	if s := second.pub.Stats(); s.Puts != 0 || s.Deletes != 0 {
+		t.Errorf("restart wrote %d keys and deleted %d", s.Puts, s.Deletes)
+	}
+}
+
+// leased counts the keys under /skydns/ attached to a lease.
+func leased(t *testing.T, c *clientv3.Client) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp, err := c.Get(ctx, "/skydns/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, kv := range resp.Kvs {
+		if kv.Lease != 0 {
+			n++
+		}
+	}
+	return n
+}
