@@ -26,6 +26,7 @@ import (
 	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/etcdclient"
+	"github.com/skylb/skylb/internal/inventory"
 	"github.com/skylb/skylb/internal/leader"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
@@ -34,6 +35,28 @@ import (
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
+
+// records prints what the etcd holds under --etcd-prefix and --claim-prefix,
+// by name and owner ("skylb records"). It only reads.
+func records(o *options, w io.Writer) error {
+	log, err := newLogger("warn", "text")
+	if err != nil {
+		return err
+	}
+	o.etcd.Log = log
+	c, err := etcdclient.New(o.etcd)
+	if err != nil {
+		return fmt.Errorf("etcd client: %w", err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	inv, err := inventory.Read(ctx, c, strings.TrimRight(o.prefix, "/"), strings.TrimRight(o.claimPrefix, "/"))
+	if err != nil {
+		return err
+	}
+	return inv.Write(w, o.owner)
+}
 
 // minRecordExpiry is the shortest --record-expiry: skylb renews the lease every
 // third of it, so this leaves a few seconds of etcd or network trouble.
@@ -77,7 +100,12 @@ type options struct {
 func main() {
 	var o options
 	fs := flags(&o)
-	if err := fs.Parse(os.Args[1:]); err != nil {
+	args := os.Args[1:]
+	listRecords := len(args) > 0 && args[0] == "records"
+	if listRecords {
+		args = args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
 		if err == pflag.ErrHelp {
 			return
 		}
@@ -89,6 +117,12 @@ func main() {
 	}
 	if o.printDelegation {
 		os.Exit(printDelegation(&o, os.Stdout, os.Stderr))
+	}
+	if listRecords {
+		if err := records(&o, os.Stdout); err != nil {
+			fail(err)
+		}
+		return
 	}
 	cfg, err := o.config()
 	if err != nil {
@@ -120,6 +154,10 @@ func main() {
 // flags defines skylb's command line, with its defaults, on o.
 func flags(o *options) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("skylb", pflag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "Usage:\n  skylb [flags]          publish Services and Ingresses in etcd\n"+
+			"  skylb records [flags]  list the records in etcd by name and owner (reads only the --etcd-* flags, --claim-prefix and --owner-id)\n\nFlags:\n%s", fs.FlagUsages())
+	}
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means in-cluster, then $KUBECONFIG, then ~/.kube/config")
 	fs.StringArrayVar(&o.zones, "zone", nil, "DNS zone served, e.g. example.org; repeatable; the first holds generated names (required)")
 	fs.StringSliceVar(&o.etcd.Endpoints, "etcd-endpoints", []string{"https://127.0.0.1:2379"}, "etcd endpoints, comma-separated")

@@ -21,6 +21,12 @@ const ReasonHostnameGranted = "HostnameGranted"
 func (c *Controller) ClusterClaim(stored string, granted bool, holders []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	log := c.cfg.Log.WithField("name", stored)
+	if granted {
+		log.Info("no other cluster holds the name any more; publishing it")
+	} else {
+		log.WithField("holders", holders).Warn("another cluster sharing the etcd holds the name; not publishing it")
+	}
 	for _, bySource := range c.granted {
 		for src, names := range bySource {
 			i := slices.IndexFunc(names, func(n string) bool { return n == stored || skydns.ApexName(n) == stored })

@@ -148,6 +148,9 @@ type dnsRate struct {
 	CacheTTL int        `json:"cache_ttl"`
 	Cached   rateResult `json:"cache_on"`
 	Uncached rateResult `json:"cache_off"`
+	// With --record-expiry: every record carries an etcd lease.
+	LeasedCached   rateResult `json:"leased_cache_on"`
+	LeasedUncached rateResult `json:"leased_cache_off"`
 }
 
 type microResult struct {
@@ -269,6 +272,9 @@ func (r *results) markdown() string {
 	if d := r.DNSRate; d != nil {
 		row(f("**DNS answers/s**, %d-record zone, CoreDNS with the standard Corefile (cache %d s)", d.Records, d.CacheTTL), f("%.0f /s (p50 %.0f µs, p99 %.0f µs)", d.Cached.QPS, d.Cached.P50Micros, d.Cached.P99Micros), "", "")
 		row("&nbsp;&nbsp;same without the cache (one etcd read per query)", f("%.0f /s (p50 %.0f µs, p99 %.0f µs)", d.Uncached.QPS, d.Uncached.P50Micros, d.Uncached.P99Micros), "", "")
+		if d.LeasedCached.QPS > 0 {
+			row("&nbsp;&nbsp;with `--record-expiry` (leased records), cache on / off", f("%.0f /s / %.0f /s (p99 %.0f µs / %.0f µs)", d.LeasedCached.QPS, d.LeasedUncached.QPS, d.LeasedCached.P99Micros, d.LeasedUncached.P99Micros), "", "")
+		}
 	}
 	if len(r.Micro) > 0 {
 		b.WriteString("\n| micro-benchmark | ns/op | B/op | allocs/op |\n|---|---:|---:|---:|\n")

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/skylb/skylb/test/stack"
 )
@@ -276,15 +277,21 @@ func deploy(t *testing.T, ns, name string, replicas int32, onNode string) {
 	}
 }
 
+// scale sets the replicas of a Deployment, again after a conflict with
+// kube-controller-manager's own updates.
 func scale(t *testing.T, ns, name string, replicas int32) {
 	t.Helper()
-	s, err := st.Kube.AppsV1().Deployments(ns).GetScale(ctxT(t), name, metav1.GetOptions{})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := st.Kube.AppsV1().Deployments(ns).GetScale(ctxT(t), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Replicas = replicas
+		_, err = st.Kube.AppsV1().Deployments(ns).UpdateScale(ctxT(t), name, s, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	s.Spec.Replicas = replicas
-	if _, err := st.Kube.AppsV1().Deployments(ns).UpdateScale(ctxT(t), name, s, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("scale %s/%s to %d: %v", ns, name, replicas, err)
 	}
 }
 

@@ -1,0 +1,168 @@
+// Package inventory lists what the clusters sharing an etcd publish: every
+// record under the records prefix by name and owner, with the owners' claims
+// and the time left on their leases. It backs the read-only "skylb records"
+// command, a readable "etcdctl get --prefix".
+package inventory
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/skylb/skylb/internal/claim"
+	"github.com/skylb/skylb/internal/skydns"
+)
+
+// Record is one key under the records prefix.
+type Record struct {
+	Name  string // stored name
+	Label string // last key segment
+	Value skydns.Value
+	Valid bool // the value decodes
+	Lease int64
+}
+
+// Claim is one cluster's claim on a name.
+type Claim struct {
+	Name    string
+	Owner   string
+	Shared  bool
+	Created int64
+	Lease   int64
+}
+
+// Inventory is what an etcd holds under the prefixes skylb uses.
+type Inventory struct {
+	Records []Record
+	Claims  []Claim
+	// LeaseTTL is the time left on each lease found, 0 or less once expired.
+	LeaseTTL map[int64]time.Duration
+}
+
+// Read reads the records under prefix and the claims under claimPrefix (none
+// when empty), and the time left on their leases.
+func Read(ctx context.Context, c *clientv3.Client, prefix, claimPrefix string) (*Inventory, error) {
+	inv := &Inventory{LeaseTTL: make(map[int64]time.Duration)}
+	dir := strings.TrimSuffix(prefix, "/") + "/"
+	resp, err := c.Get(ctx, dir, clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	for _, kv := range resp.Kvs {
+		name, label, ok := skydns.SplitKey(prefix, string(kv.Key))
+		if !ok {
+			continue
+		}
+		v, err := skydns.Decode(kv.Value)
+		inv.Records = append(inv.Records, Record{Name: name, Label: label, Value: v, Valid: err == nil, Lease: kv.Lease})
+		inv.LeaseTTL[kv.Lease] = 0
+	}
+	if claimPrefix != "" {
+		cdir := strings.TrimSuffix(claimPrefix, "/") + "/"
+		resp, err := c.Get(ctx, cdir, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision))
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", cdir, err)
+		}
+		for _, kv := range resp.Kvs {
+			rest := strings.TrimPrefix(string(kv.Key), cdir)
+			i := strings.LastIndexByte(rest, '/')
+			if i <= 0 {
+				continue
+			}
+			var v struct {
+				Shared bool `json:"shared"`
+			}
+			_ = json.Unmarshal(kv.Value, &v)
+			inv.Claims = append(inv.Claims, Claim{Name: rest[:i], Owner: rest[i+1:], Shared: v.Shared, Created: kv.CreateRevision, Lease: kv.Lease})
+			inv.LeaseTTL[kv.Lease] = 0
+		}
+	}
+	delete(inv.LeaseTTL, 0)
+	for id := range inv.LeaseTTL {
+		r, err := c.TimeToLive(ctx, clientv3.LeaseID(id))
+		if err != nil {
+			return nil, fmt.Errorf("lease %x: %w", id, err)
+		}
+		inv.LeaseTTL[id] = time.Duration(r.TTL) * time.Second
+	}
+	return inv, nil
+}
+
+// Write prints the inventory as a table, one line per record and per claim
+// without records, by name. self is the reader's owner id: other owners are
+// marked foreign.
+func (inv *Inventory) Write(w io.Writer, self string) error {
+	type line struct{ name, typ, host, ttl, owner, claim, expiry string }
+	claims := make(map[string][]claim.ClusterClaim)
+	for _, c := range inv.Claims {
+		claims[c.Name] = append(claims[c.Name], claim.ClusterClaim{Owner: c.Owner, Shared: c.Shared, Created: c.Created})
+	}
+	claimOf := func(name, owner string) string {
+		cs := claims[name]
+		i := slices.IndexFunc(cs, func(c claim.ClusterClaim) bool { return c.Owner == owner })
+		if i < 0 {
+			return "-"
+		}
+		granted, holders := claim.Arbitrate(owner, cs[i].Shared, cs)
+		switch {
+		case !granted:
+			return "waits for " + strings.Join(holders, ",")
+		case cs[i].Shared:
+			return "shares"
+		}
+		return "holds"
+	}
+	ownerOf := func(owner string) string {
+		switch {
+		case owner == "":
+			return "(not skylb's)"
+		case owner != self:
+			return owner + " (foreign)"
+		}
+		return owner
+	}
+	expiry := func(lease int64) string {
+		if lease == 0 {
+			return "never"
+		}
+		if ttl := inv.LeaseTTL[lease]; ttl > 0 {
+			return "in " + ttl.String()
+		}
+		return "expired"
+	}
+
+	var lines []line
+	seen := make(map[[2]string]bool)
+	for _, r := range inv.Records {
+		l := line{name: r.Name, typ: "?", host: "(invalid value)", ttl: "-", owner: "(not skylb's)", claim: "-", expiry: expiry(r.Lease)}
+		if r.Valid {
+			rec := skydns.Record{Host: r.Value.Host}
+			l.typ, l.host, l.ttl = string(rec.Type()), r.Value.Host, fmt.Sprint(r.Value.TTL)
+			l.owner, l.claim = ownerOf(r.Value.Owner), claimOf(r.Name, r.Value.Owner)
+			seen[[2]string{r.Name, r.Value.Owner}] = true
+		}
+		lines = append(lines, l)
+	}
+	for _, c := range inv.Claims {
+		if !seen[[2]string{c.Name, c.Owner}] {
+			lines = append(lines, line{name: c.Name, typ: "-", host: "-", ttl: "-", owner: ownerOf(c.Owner), claim: claimOf(c.Name, c.Owner), expiry: expiry(c.Lease)})
+		}
+	}
+	slices.SortStableFunc(lines, func(a, b line) int {
+		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.owner, b.owner), strings.Compare(a.host, b.host))
+	})
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTYPE\tHOST\tTTL\tOWNER\tCLAIM\tEXPIRES")
+	for _, l := range lines {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.name, l.typ, l.host, l.ttl, l.owner, l.claim, l.expiry)
+	}
+	return tw.Flush()
+}

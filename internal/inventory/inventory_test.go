@@ -1,0 +1,67 @@
+package inventory
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/skylb/skylb/internal/etcdtest"
+	"github.com/skylb/skylb/internal/skydns"
+)
+
+func TestReadAndWrite(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lease, err := c.Grant(ctx, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(key, value string, opts ...clientv3.OpOption) {
+		t.Helper()
+		if _, err := c.Put(ctx, key, value, opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	web := func(owner, host string) (string, string) {
+		r := skydns.Record{Name: "web.example.org", Host: host, TTL: 30}
+		return skydns.Key("/skydns", owner, r), string(skydns.Encode(owner, r))
+	}
+	put("/skylb/claims/web.example.org/east", `{"owner":"east","shared":true}`)
+	put("/skylb/claims/web.example.org/west", `{"owner":"west","shared":true}`, clientv3.WithLease(lease.ID))
+	put("/skylb/claims/web.example.org/north", `{"owner":"north"}`)
+	k, v := web("east", "192.0.2.1")
+	put(k, v)
+	k, v = web("west", "192.0.2.2")
+	put(k, v, clientv3.WithLease(lease.ID))
+	put("/skydns/org/example/hand/x1", `{"host":"192.0.2.9"}`)
+	put("/skydns/org/example/junk/x1", `not json`)
+
+	inv, err := Read(ctx, c, "/skydns", "/skylb/claims")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := inv.Write(&out, "east"); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Fields(strings.ReplaceAll(out.String(), "\n", " | "))
+	want := strings.Fields(`NAME TYPE HOST TTL OWNER CLAIM EXPIRES |
+hand.example.org A 192.0.2.9 0 (not skylb's) - never |
+junk.example.org ? (invalid value) - (not skylb's) - never |
+web.example.org A 192.0.2.1 30 east shares never |
+web.example.org - - - north (foreign) waits for east,west never |
+web.example.org A 192.0.2.2 30 west (foreign) shares in 1m0s |`)
+	// The lease's time left may have dropped a second.
+	if len(got) > 0 && strings.HasPrefix(got[len(got)-2], "59s") {
+		got[len(got)-2] = "1m0s"
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("table:\n%s\nwant (spacing aside):\n%s", out.String(), strings.Join(want, " "))
+	}
+}
