@@ -28,6 +28,8 @@ type Publication struct {
 	Targets   []string     // CNAME targets, sorted, unique; used only without addresses
 	TTL       uint32
 	Problems  []Problem // what was refused while reading the object
+	// Ports are the named ports published as SRV records beneath each name.
+	Ports []Port
 
 	// Mode is where the addresses came from.
 	Mode Mode
@@ -84,6 +86,7 @@ func (p *Publication) Equal(q *Publication) bool {
 		p.TTL == q.TTL && p.Ref.UID == q.Ref.UID &&
 		slices.Equal(p.Names, q.Names) && slices.Equal(p.Addresses, q.Addresses) &&
 		slices.Equal(p.Targets, q.Targets) && slices.Equal(p.Problems, q.Problems) &&
+		slices.Equal(p.Ports, q.Ports) &&
 		p.Mode == q.Mode && p.WriteStatus == q.WriteStatus && StatusEqual(p.Status, q.Status) &&
 		p.Health == q.Health && p.HealthPort == q.HealthPort && p.Select == q.Select
 }
