@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/skylb/skylb/internal/app"
 	"github.com/skylb/skylb/internal/controller"
@@ -92,6 +93,9 @@ type options struct {
 	printDelegation  bool
 	dryRun           bool
 	once             bool
+	srv              bool
+	gatewayAPI       bool
+	gatewayPoll      time.Duration
 	logLevel         string
 	logFormat        string
 	showVersion      bool
@@ -130,7 +134,7 @@ func main() {
 	}
 	log := cfg.Log
 	routeKlog(log)
-	kube, err := kubeClient(o.kubeconfig)
+	kube, gw, err := kubeClients(o.kubeconfig)
 	if err != nil {
 		fail(fmt.Errorf("--kubeconfig: %w", err))
 	}
@@ -144,7 +148,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	log.WithFields(logrus.Fields{"version": version, "zones": cfg.Source.Zones, "owner": cfg.Owner, "etcd": o.etcd.Endpoints}).Info("skylb starting")
-	if err := app.Run(ctx, cfg, kube, etcd); err != nil {
+	if err := app.Run(ctx, cfg, app.Clients{Kube: kube, Gateway: gw}, etcd); err != nil {
 		log.WithError(err).Error("skylb stopped")
 		os.Exit(1)
 	}
@@ -181,6 +185,9 @@ func flags(o *options) *pflag.FlagSet {
 	for _, p := range source.DefaultDeniedCIDRs {
 		denied = append(denied, p.String())
 	}
+	fs.BoolVar(&o.srv, "srv", true, "publish SRV records _<port>._<protocol>.<name> for the named ports of Services")
+	fs.BoolVar(&o.gatewayAPI, "gateway-api", true, "publish Gateway API Gateways and HTTPRoutes, GRPCRoutes and TLSRoutes once their CRDs are served")
+	fs.DurationVar(&o.gatewayPoll, "gateway-api-poll-interval", time.Minute, "how often API discovery is asked whether the Gateway API CRDs have been installed")
 	fs.StringSliceVar(&o.deniedCIDRs, "denied-cidrs", denied, "addresses never published; setting it replaces the default")
 	fs.StringSliceVar(&o.allowedCIDRs, "allowed-cidrs", nil, "when set, only addresses in these CIDRs are published")
 	fs.IntVar(&o.maxNames, "max-names-per-object", source.DefaultMaxNames, "names one object may publish")
@@ -261,6 +268,9 @@ func (o *options) config() (app.Config, error) {
 	if o.recordExpiry != 0 && o.recordExpiry < minRecordExpiry {
 		return app.Config{}, fmt.Errorf("--record-expiry: %v is shorter than %v; a brief etcd or network hiccup must not expire live records", o.recordExpiry, minRecordExpiry)
 	}
+	if o.gatewayPoll <= 0 {
+		return app.Config{}, fmt.Errorf("--gateway-api-poll-interval: must be positive")
+	}
 	if _, err := o.etcd.TLS(); err != nil {
 		return app.Config{}, fmt.Errorf("--etcd-endpoints/--etcd-*-file: %w", err)
 	}
@@ -286,6 +296,8 @@ func (o *options) config() (app.Config, error) {
 		ResyncInterval: o.resync,
 		EtcdTimeout:    5 * time.Second,
 		HTTPAddress:    o.httpAddress,
+		GatewayAPI:     o.gatewayAPI,
+		GatewayPoll:    o.gatewayPoll,
 		Log:            log,
 	}, nil
 }
@@ -313,6 +325,7 @@ func (o *options) sourceConfig(zones dnsname.Zones) (source.Config, error) {
 	cfg := source.Config{
 		Zones: zones, TTL: o.ttl, DefaultNamespace: o.defaultNamespace, LoadBalancerClass: o.lbClass,
 		IngressService: o.ingressService, MaxNames: o.maxNames, MaxAddresses: o.maxAddresses,
+		SRV: o.srv,
 	}
 	if o.clusterLabel {
 		cfg.ClusterLabel = o.owner
@@ -427,14 +440,22 @@ func inClusterNamespace() string {
 	return strings.TrimSpace(string(b))
 }
 
-// kubeClient builds a client from a kubeconfig path, or in-cluster config, or
-// $KUBECONFIG and ~/.kube/config.
-func kubeClient(path string) (kubernetes.Interface, error) {
+// kubeClients builds the Kubernetes and Gateway API clients from a kubeconfig
+// path, or in-cluster config, or $KUBECONFIG and ~/.kube/config.
+func kubeClients(path string) (kubernetes.Interface, gatewayclient.Interface, error) {
 	cfg, err := kubeConfig(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return kubernetes.NewForConfig(cfg)
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	gw, err := gatewayclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kube, gw, nil
 }
 
 // kubeConfig returns the client configuration kubeClient uses.

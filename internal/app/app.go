@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
@@ -61,6 +62,11 @@ type Config struct {
 	// nameservers and the apex guard); nil keeps none.
 	Zone *controller.ZoneConfig
 
+	// GatewayAPI publishes Gateways and routes once their CRDs are served;
+	// discovery is asked again every GatewayPoll.
+	GatewayAPI  bool
+	GatewayPoll time.Duration
+
 	// DryRun computes and logs every change and writes nothing.
 	DryRun bool
 	// Once syncs everything once, writes Summary and returns.
@@ -71,8 +77,16 @@ type Config struct {
 	Log logrus.FieldLogger
 }
 
+// Clients are the API clients skylb reads from.
+type Clients struct {
+	Kube kubernetes.Interface
+	// Gateway is the Gateway API client; nil leaves the Gateway API alone.
+	Gateway gatewayclient.Interface
+}
+
 // Run publishes until ctx ends, or once with Config.Once.
-func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, etcd *clientv3.Client) error {
+func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client) error {
+	kube := clients.Kube
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m := metrics.New(cfg.Version)
@@ -120,6 +134,9 @@ func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, etcd *clien
 		},
 		Zone: cfg.Zone,
 		Log:  cfg.Log.WithField("component", "controller"),
+	}
+	if cfg.GatewayAPI {
+		ctrlCfg.Gateway, ctrlCfg.GatewayPoll = clients.Gateway, cfg.GatewayPoll
 	}
 	if elector != nil {
 		ctrlCfg.Leading = elector.Leading

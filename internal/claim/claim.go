@@ -217,9 +217,18 @@ func (x *Index) Resolve(group string) Result {
 	names := make(map[string]struct{}, len(order))
 	for _, stored := range order {
 		names[stored] = struct{}{}
-		res.Records[stored] = records(stored, granted[stored], x.maxAddrs, res.Problems)
-		if !slices.ContainsFunc(granted[stored], func(c claim) bool { return !c.pub.Shared }) {
+		recs := records(stored, granted[stored], x.maxAddrs, res.Problems)
+		res.Records[stored] = recs
+		shared := !slices.ContainsFunc(granted[stored], func(c claim) bool { return !c.pub.Shared })
+		if shared {
 			res.Shared[stored] = true
+		}
+		for srvName, srv := range srvRecords(stored, granted[stored], recs) {
+			names[srvName] = struct{}{}
+			res.Records[srvName] = srv
+			if shared {
+				res.Shared[srvName] = true
+			}
 		}
 	}
 	if len(names) == 0 {
@@ -321,6 +330,34 @@ func records(stored string, claims []claim, maxAddrs int, problems map[string][]
 					Reason:  source.ReasonCNAMEIgnored,
 					Message: fmt.Sprintf("hostname %s already has a CNAME to %s, so the CNAME to %s is not published", c.name.Name, out[0].Host, t),
 				})
+			}
+		}
+	}
+	return out
+}
+
+// srvRecords returns the SRV records of a name's granted claims, by stored
+// name: for each named port of each claim, _<port>._<protocol>.<name> with
+// the name itself as the target. They are stored beneath the name, where
+// CoreDNS reads them for the name's own A and AAAA queries too, and skips
+// them there: a record whose host is the queried name or lies beneath it is
+// a loop to CoreDNS, never an answer. A name without addresses (a CNAME or
+// nothing) gets none, since an SRV target must have addresses (RFC 2782),
+// and neither does the apex, stored apart from the names beneath it.
+func srvRecords(stored string, claims []claim, recs []skydns.Record) map[string][]skydns.Record {
+	if len(recs) == 0 || recs[0].Type() == skydns.CNAME || claims[0].name.Apex() {
+		return nil
+	}
+	out := make(map[string][]skydns.Record)
+	for _, c := range claims {
+		for _, p := range c.pub.Ports {
+			name := p.Label() + "." + stored
+			if len(name) > dnsname.MaxNameLength {
+				continue
+			}
+			r := skydns.Record{Name: name, Host: stored, Port: p.Number, TTL: recs[0].TTL, Source: c.pub.Source}
+			if !slices.ContainsFunc(out[name], func(o skydns.Record) bool { return o.Port == r.Port }) {
+				out[name] = append(out[name], r)
 			}
 		}
 	}

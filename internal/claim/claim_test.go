@@ -79,6 +79,14 @@ func targets(ts ...string) pubOpt {
 	}
 }
 
+func ports(ps ...source.Port) pubOpt {
+	return func(p *source.Publication) { p.Ports = append(p.Ports, ps...) }
+}
+
+func srv(name, host string, port int, ttl uint32, src string) skydns.Record {
+	return skydns.Record{Name: name, Host: host, Port: port, TTL: ttl, Source: src}
+}
+
 func ttl(s uint32) pubOpt {
 	return func(p *source.Publication) { p.TTL = s }
 }
@@ -151,6 +159,49 @@ func TestResolve(t *testing.T) {
 			wantRecords: map[string][]skydns.Record{
 				"web.shop.example.org": {rec("web.shop.example.org", "192.0.2.10", 300, "service/shop/web"), rec("web.shop.example.org", "2001:db8::1", 300, "service/shop/web")},
 				"shop.example.com":     {rec("shop.example.com", "192.0.2.10", 300, "service/shop/web"), rec("shop.example.com", "2001:db8::1", 300, "service/shop/web")},
+			},
+		},
+		{
+			name: "named ports give SRV records beneath every name, targeting the name",
+			pubs: []*source.Publication{
+				pub("service/shop/web", 0, generated("web.shop.example.org"), names("shop.example.com"), addrs("192.0.2.10"),
+					ports(source.Port{Name: "http", Protocol: "tcp", Number: 80}, source.Port{Name: "sip", Protocol: "udp", Number: 5060})),
+			},
+			wantRecords: map[string][]skydns.Record{
+				"web.shop.example.org":            {rec("web.shop.example.org", "192.0.2.10", 300, "service/shop/web")},
+				"_http._tcp.web.shop.example.org": {srv("_http._tcp.web.shop.example.org", "web.shop.example.org", 80, 300, "service/shop/web")},
+				"_sip._udp.web.shop.example.org":  {srv("_sip._udp.web.shop.example.org", "web.shop.example.org", 5060, 300, "service/shop/web")},
+				"shop.example.com":                {rec("shop.example.com", "192.0.2.10", 300, "service/shop/web")},
+				"_http._tcp.shop.example.com":     {srv("_http._tcp.shop.example.com", "shop.example.com", 80, 300, "service/shop/web")},
+				"_sip._udp.shop.example.com":      {srv("_sip._udp.shop.example.com", "shop.example.com", 5060, 300, "service/shop/web")},
+			},
+		},
+		{
+			name: "shared name: one SRV record per distinct port, with the name's TTL",
+			pubs: []*source.Publication{
+				pub("service/shop/a", 0, names("shop.example.com"), addrs("192.0.2.10"), ports(source.Port{Name: "http", Protocol: "tcp", Number: 80})),
+				pub("service/shop/b", 1, names("shop.example.com"), addrs("192.0.2.11"), ttl(60),
+					ports(source.Port{Name: "http", Protocol: "tcp", Number: 80}, source.Port{Name: "http", Protocol: "tcp", Number: 8080})),
+			},
+			wantRecords: map[string][]skydns.Record{
+				"shop.example.com": {rec("shop.example.com", "192.0.2.10", 60, "service/shop/a"), rec("shop.example.com", "192.0.2.11", 60, "service/shop/b")},
+				"_http._tcp.shop.example.com": {
+					srv("_http._tcp.shop.example.com", "shop.example.com", 80, 60, "service/shop/a"),
+					srv("_http._tcp.shop.example.com", "shop.example.com", 8080, 60, "service/shop/b"),
+				},
+			},
+		},
+		{
+			name: "no SRV records without addresses, for a CNAME or at the apex",
+			pubs: []*source.Publication{
+				pub("service/shop/none", 0, generated("none.shop.example.org"), ports(source.Port{Name: "http", Protocol: "tcp", Number: 80})),
+				pub("service/shop/alias", 0, generated("alias.shop.example.org"), targets("lb.example.net"), ports(source.Port{Name: "http", Protocol: "tcp", Number: 80})),
+				pub("service/shop/apex", 0, names("example.com"), addrs("192.0.2.1"), ports(source.Port{Name: "http", Protocol: "tcp", Number: 80})),
+			},
+			wantRecords: map[string][]skydns.Record{
+				"none.shop.example.org":  nil,
+				"alias.shop.example.org": {rec("alias.shop.example.org", "lb.example.net", 300, "service/shop/alias")},
+				"apex.dns.example.com":   {rec("apex.dns.example.com", "192.0.2.1", 300, "service/shop/apex")},
 			},
 		},
 		{

@@ -17,6 +17,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -27,6 +28,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
 	"github.com/skylb/skylb/internal/claim"
 	"github.com/skylb/skylb/internal/health"
@@ -63,7 +67,12 @@ type Config struct {
 	// Zone, when set, has the controller keep the records of the zones
 	// themselves: their nameservers and the apex guard.
 	Zone *ZoneConfig
-	Log  logrus.FieldLogger
+	// Gateway, when set, is the Gateway API client: Gateways, HTTPRoutes,
+	// GRPCRoutes and TLSRoutes are published once discovery says their CRDs
+	// are served, asked again every GatewayPoll (a minute when 0).
+	Gateway     gatewayclient.Interface
+	GatewayPoll time.Duration
+	Log         logrus.FieldLogger
 }
 
 // Controller turns Services and Ingresses into records.
@@ -105,6 +114,8 @@ type Controller struct {
 	chosen map[string]netip.Addr // source -> the address exclusive mode publishes
 
 	zone *zoneState // nil without Config.Zone
+
+	gw *gatewayState // nil without Config.Gateway
 }
 
 // New returns a Controller reading from kube and writing to pub. Events go to recorder.
@@ -118,18 +129,27 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 	if cfg.Leading == nil {
 		cfg.Leading = func() bool { return true }
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripper(labelsRead(cfg.Zone))))
+	keep, keepAll := labelsRead(cfg.Zone)
+	keep[source.LabelGatewayName] = true
+	strip := stripper(keep, keepAll)
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(strip))
 	svcInformer := factory.Core().V1().Services()
 	ingInformer := factory.Networking().V1().Ingresses()
 	sliceInformer := factory.Discovery().V1().EndpointSlices()
 	nodeInformer := factory.Core().V1().Nodes()
+	gw := newGatewayState(cfg.Gateway, cfg.GatewayPoll, strip)
+	listers := source.Listers{
+		EndpointSlices: sliceInformer.Lister(),
+		Nodes:          nodeInformer.Lister(),
+		Services:       svcInformer.Lister(),
+	}
+	if gw != nil {
+		listers.Gateways = gatewaylisters.NewGatewayLister(gw.kinds[0].informer.GetIndexer())
+	}
 	c := &Controller{
-		cfg: cfg,
-		builder: source.NewBuilder(cfg.Source, source.Listers{
-			EndpointSlices: sliceInformer.Lister(),
-			Nodes:          nodeInformer.Lister(),
-			Services:       svcInformer.Lister(),
-		}),
+		cfg:       cfg,
+		builder:   source.NewBuilder(cfg.Source, listers),
+		gw:        gw,
 		pub:       pub,
 		recorder:  recorder,
 		kube:      kube,
@@ -161,6 +181,9 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 	c.handle(ingInformer.Informer(), source.KindIngress)
 	c.handleSlices(sliceInformer.Informer())
 	c.handleNodes(nodeInformer.Informer())
+	if c.gw != nil {
+		c.setupGateway()
+	}
 	if c.zone = newZoneState(cfg.Zone, cfg.Source.Zones); c.zone != nil {
 		c.handleNameservers(svcInformer.Informer(), sliceInformer.Informer(), nodeInformer.Informer())
 	}
@@ -191,7 +214,10 @@ func labelsRead(z *ZoneConfig) (keys map[string]bool, all bool) {
 // references, the labels of Services, EndpointSlices and Ingresses but for
 // those read (see labelsRead), the Service spec but for type, class, ports
 // and IP families, Ingress paths and backends, EndpointSlice topology and
-// target references, and the Node status but for addresses and conditions.
+// target references, the Node status but for addresses and conditions, the
+// rules of routes, the parent statuses of routes but for acceptance, and of
+// Gateways all but their listeners' names, hostnames, ports, protocols and
+// allowed kinds and namespaces, and the addresses in their status.
 // skylb never writes a cached object back: Service status is written as a
 // patch of the status alone. Whatever starts reading one of these fields must
 // keep it here.
@@ -243,6 +269,26 @@ func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
 				ep := &o.Endpoints[i]
 				ep.TargetRef, ep.Hints, ep.Zone, ep.Hostname, ep.DeprecatedTopology = nil, nil, nil, nil, nil
 			}
+		case *gatewayv1.Gateway:
+			o.Labels = nil
+			o.Spec = gatewayv1.GatewaySpec{GatewayClassName: o.Spec.GatewayClassName, Listeners: o.Spec.Listeners}
+			for i := range o.Spec.Listeners {
+				l := &o.Spec.Listeners[i]
+				l.TLS = nil
+				if l.AllowedRoutes != nil && l.AllowedRoutes.Namespaces != nil {
+					l.AllowedRoutes.Namespaces.Selector = nil
+				}
+			}
+			o.Status = gatewayv1.GatewayStatus{Addresses: o.Status.Addresses}
+		case *gatewayv1.HTTPRoute:
+			o.Labels, o.Spec.Rules = nil, nil
+			o.Status.Parents = acceptance(o.Status.Parents)
+		case *gatewayv1.GRPCRoute:
+			o.Labels, o.Spec.Rules = nil, nil
+			o.Status.Parents = acceptance(o.Status.Parents)
+		case *gatewayv1.TLSRoute:
+			o.Labels, o.Spec.Rules = nil, nil
+			o.Status.Parents = acceptance(o.Status.Parents)
 		case *corev1.Node:
 			st := &o.Status
 			st.Images, st.VolumesInUse, st.VolumesAttached = nil, nil, nil
@@ -253,6 +299,23 @@ func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
 	}
 }
 
+// acceptance keeps of a route's parent statuses only what skylb reads: the
+// parent and whether it accepted the route.
+func acceptance(parents []gatewayv1.RouteParentStatus) []gatewayv1.RouteParentStatus {
+	for i := range parents {
+		p := &parents[i]
+		p.ControllerName = ""
+		var kept []metav1.Condition
+		for _, c := range p.Conditions {
+			if c.Type == string(gatewayv1.RouteConditionAccepted) {
+				kept = append(kept, metav1.Condition{Type: c.Type, Status: c.Status})
+			}
+		}
+		p.Conditions = kept
+	}
+	return parents
+}
+
 func (c *Controller) handle(inf cache.SharedIndexInformer, kind string) {
 	enqueue := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
@@ -261,8 +324,8 @@ func (c *Controller) handle(inf cache.SharedIndexInformer, kind string) {
 			return
 		}
 		c.enqueue(kind + "/" + key)
-		if kind == source.KindService && key == c.builder.IngressService() {
-			c.enqueueAll(source.KindIngress)
+		if kind == source.KindService {
+			c.serviceChanged(obj, key)
 		}
 	}
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -275,6 +338,20 @@ func (c *Controller) handle(inf cache.SharedIndexInformer, kind string) {
 	}
 }
 
+// serviceChanged enqueues what depends on a Service ("namespace/name")
+// besides the Service itself: the Ingresses when it is the ingress
+// controller's, and the Gateways it implements with their routes.
+func (c *Controller) serviceChanged(obj any, key string) {
+	if key == c.builder.IngressService() {
+		c.enqueueAll(source.KindIngress)
+	}
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	svc, _ := obj.(*corev1.Service)
+	c.serviceChangedForGateways(svc, key)
+}
+
 // handleSlices enqueues the Service of each EndpointSlice that changes.
 func (c *Controller) handleSlices(inf cache.SharedIndexInformer) {
 	enqueue := func(obj any) {
@@ -285,12 +362,11 @@ func (c *Controller) handleSlices(inf cache.SharedIndexInformer) {
 		if !ok {
 			return
 		}
-		if svc := s.Labels[discoveryv1.LabelServiceName]; svc != "" {
-			key := s.Namespace + "/" + svc
+		if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
+			key := s.Namespace + "/" + name
 			c.enqueue(source.KindService + "/" + key)
-			if key == c.builder.IngressService() {
-				c.enqueueAll(source.KindIngress)
-			}
+			svc, _ := c.services.Services(s.Namespace).Get(name)
+			c.serviceChanged(svc, key)
 		}
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -305,7 +381,7 @@ func (c *Controller) handleSlices(inf cache.SharedIndexInformer) {
 // handleNodes enqueues every Service when a node changes in a way that changes
 // the addresses published for it: readiness, addresses, exclusion, deletion.
 func (c *Controller) handleNodes(inf cache.SharedIndexInformer) {
-	all := func(any) { c.enqueueAll(source.KindService) }
+	all := func(any) { c.enqueueAddressUsers() }
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: all,
 		UpdateFunc: func(oldObj, newObj any) {
@@ -313,12 +389,21 @@ func (c *Controller) handleNodes(inf cache.SharedIndexInformer) {
 			n, ok2 := newObj.(*corev1.Node)
 			if !ok1 || !ok2 || source.NodeUsable(o) != source.NodeUsable(n) ||
 				!slices.Equal(source.NodeAddresses(o, c.cfg.Source.NodeAddressTypes), source.NodeAddresses(n, c.cfg.Source.NodeAddressTypes)) {
-				c.enqueueAll(source.KindService)
+				c.enqueueAddressUsers()
 			}
 		},
 		DeleteFunc: all,
 	}); err != nil {
 		panic(fmt.Sprintf("add Node event handler: %v", err))
+	}
+}
+
+// enqueueAddressUsers enqueues every object whose addresses may come from
+// nodes: the Services, and the Gateways and routes that take a Service's.
+func (c *Controller) enqueueAddressUsers() {
+	c.enqueueAll(source.KindService)
+	for _, key := range c.gatewayKeys() {
+		c.enqueue(key)
 	}
 }
 
@@ -378,8 +463,9 @@ func (c *Controller) Run(ctx context.Context) error {
 
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown()
+	synced := append(slices.Clone(c.synced), c.startGatewayAtStart(ctx)...)
 	c.cfg.Log.Info("waiting for informer caches to sync")
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return errors.New("informer caches did not sync")
 	}
 	start := time.Now()
@@ -418,6 +504,13 @@ func (c *Controller) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			c.runZones(ctx)
+		}()
+	}
+	if c.gw != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.runGatewayDiscovery(ctx)
 		}()
 	}
 	if c.cfg.ResyncInterval > 0 {
@@ -504,6 +597,7 @@ func (c *Controller) cachedKeys() ([]string, error) {
 	for _, i := range ings {
 		keys = append(keys, source.KindIngress+"/"+i.Namespace+"/"+i.Name)
 	}
+	keys = append(keys, c.gatewayKeys()...)
 	c.mu.Lock()
 	keys = append(keys, c.index.Sources()...)
 	c.mu.Unlock()
@@ -629,6 +723,10 @@ func (c *Controller) publication(key string) (*source.Publication, *corev1.Servi
 			return nil, nil, err
 		}
 		return c.builder.Ingress(ing), nil, nil
+	}
+	if k := c.gw.kindOf(kind); k != nil {
+		pub, err := c.gatewayPublication(k, rest)
+		return pub, nil, err
 	}
 	return nil, nil, fmt.Errorf("unknown kind in key %q: %w", key, errPermanent)
 }

@@ -13,6 +13,8 @@ import (
 
 // Type is the DNS type a record is served as. CoreDNS derives it from the value's
 // host field: an IPv4 address is an A record, an IPv6 address AAAA, a name CNAME.
+// A record with a port is stored for SRV queries: skylb gives it a host that
+// is a name, which CoreDNS serves as the SRV target.
 type Type string
 
 // The record types skylb writes.
@@ -20,6 +22,7 @@ const (
 	A     Type = "A"
 	AAAA  Type = "AAAA"
 	CNAME Type = "CNAME"
+	SRV   Type = "SRV"
 )
 
 // hashLength is the number of hex digits of the content hash in a key label.
@@ -46,6 +49,8 @@ type Record struct {
 func (r Record) Type() Type {
 	addr, err := netip.ParseAddr(r.Host)
 	switch {
+	case r.Port != 0:
+		return SRV
 	case err != nil:
 		return CNAME
 	case addr.Unmap().Is4():
@@ -58,6 +63,9 @@ func (r Record) Type() Type {
 
 // String formats the record as a zone-file line, for logs.
 func (r Record) String() string {
+	if r.Port != 0 {
+		return fmt.Sprintf("%s %d %s %d %s", r.Name, r.TTL, r.Type(), r.Port, r.Host)
+	}
 	return fmt.Sprintf("%s %d %s %s", r.Name, r.TTL, r.Type(), r.Host)
 }
 

@@ -163,9 +163,11 @@ func TestKey(t *testing.T) {
 func TestType(t *testing.T) {
 	tests := []struct {
 		host string
+		port int
 		want Type
 	}{
 		{host: "192.0.2.10", want: A},
+		{host: "web.example.org", port: 80, want: SRV},
 		{host: "0.0.0.0", want: A},
 		{host: "2001:db8::1", want: AAAA},
 		{host: "::1", want: AAAA},
@@ -180,7 +182,7 @@ func TestType(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.host, func(t *testing.T) {
-			r := Record{Name: "web.example.org", Host: tt.host, TTL: 30}
+			r := Record{Name: "web.example.org", Host: tt.host, Port: tt.port, TTL: 30}
 			if got := r.Type(); got != tt.want {
 				t.Errorf("Record{Host: %q}.Type() = %s, want %s", tt.host, got, tt.want)
 			}
@@ -191,6 +193,10 @@ func TestType(t *testing.T) {
 func TestString(t *testing.T) {
 	r := Record{Name: "web.example.org", Host: "2001:db8::1", TTL: 30}
 	if got, want := r.String(), "web.example.org 30 AAAA 2001:db8::1"; got != want {
+		t.Errorf("Record.String() = %q, want %q", got, want)
+	}
+	srv := Record{Name: "_http._tcp.web.example.org", Host: "web.example.org", Port: 80, TTL: 30}
+	if got, want := srv.String(), "_http._tcp.web.example.org 30 SRV 80 web.example.org"; got != want {
 		t.Errorf("Record.String() = %q, want %q", got, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 )
 
 // Mode says where the addresses of a Service come from.
@@ -55,6 +56,8 @@ type Listers struct {
 	EndpointSlices discoverylisters.EndpointSliceLister
 	Nodes          corelisters.NodeLister
 	Services       corelisters.ServiceLister
+	// Gateways is the Gateway API's Gateways, nil while their CRD is not served.
+	Gateways gatewaylisters.GatewayLister
 }
 
 // Implements reports whether skylb is the load balancer of svc: a LoadBalancer

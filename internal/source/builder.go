@@ -70,6 +70,9 @@ type Config struct {
 	// MaxAddresses caps the addresses of one object and of one name; 0 means
 	// DefaultMaxAddresses.
 	MaxAddresses int
+	// SRV publishes SRV records for the named ports of Services, unless a
+	// Service's annotation says otherwise.
+	SRV bool
 }
 
 // Defaults of the caps.
@@ -154,6 +157,7 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 			p.problem(ReasonNoEndpoints, "no ready endpoints%s; no records are published", map[Mode]string{ModeNodes: " on usable nodes"}[p.Mode])
 		}
 	}
+	p.Ports = b.servicePorts(p, svc)
 	b.finish(p)
 
 	if implemented && p.Mode != ModeStatus {

@@ -31,6 +31,8 @@ type Publication struct {
 	// Shared lets other clusters publish the object's names too (see
 	// AnnotationShared).
 	Shared bool
+	// Ports are the named ports published as SRV records beneath each name.
+	Ports []Port
 
 	// Mode is where the addresses came from.
 	Mode Mode
@@ -87,6 +89,7 @@ func (p *Publication) Equal(q *Publication) bool {
 		p.TTL == q.TTL && p.Ref.UID == q.Ref.UID &&
 		slices.Equal(p.Names, q.Names) && slices.Equal(p.Addresses, q.Addresses) &&
 		slices.Equal(p.Targets, q.Targets) && slices.Equal(p.Problems, q.Problems) &&
+		slices.Equal(p.Ports, q.Ports) &&
 		p.Mode == q.Mode && p.WriteStatus == q.WriteStatus && StatusEqual(p.Status, q.Status) &&
 		p.Health == q.Health && p.HealthPort == q.HealthPort && p.Select == q.Select
 }

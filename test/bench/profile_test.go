@@ -109,7 +109,7 @@ func TestProfileColdStart(t *testing.T) {
 	pprof.StartCPUProfile(f)
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- app.Run(rctx, cfg, kube, etcd) }()
+	go func() { done <- app.Run(rctx, cfg, app.Clients{Kube: kube}, etcd) }()
 	want := int64(sc.Services + sc.Ingresses)
 	var peak uint64 // heap in use, sampled
 	for {

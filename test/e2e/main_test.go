@@ -69,7 +69,7 @@ var nodes = []stack.NodeSpec{
 }
 
 // skylbArgs are the flags of the skylb under test, besides those the stack sets.
-var skylbArgs = []string{"--default-namespace=default", "--resync-interval=1m", "--log-level=debug"}
+var skylbArgs = []string{"--default-namespace=default", "--resync-interval=1m", "--log-level=debug", "--gateway-api-poll-interval=1s"}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -127,6 +127,13 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: skylb:", err)
 		return 1
 	}
+	// The Gateway API is installed after skylb has started, as in a cluster
+	// that adds it later: the gateway tests prove skylb picks it up.
+	if err := st.InstallGatewayAPI(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	gatewayInstalled = time.Now()
 	fmt.Fprintf(os.Stderr, "e2e: stack up in %v\n", time.Since(start).Round(time.Millisecond))
 	code := m.Run()
 	if code != 0 {

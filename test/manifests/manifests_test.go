@@ -212,6 +212,10 @@ func startStack(ctx context.Context, t *testing.T, root string) func() (*stack.S
 	go func() {
 		defer close(done)
 		s, err = stack.Start(ctx, stack.Options{Root: root, Dir: dir, Log: lw})
+		if err == nil {
+			// The RBAC checks ask about the Gateway API's resources by name.
+			err = s.InstallGatewayAPI(ctx)
+		}
 	}()
 	t.Cleanup(func() {
 		<-done
@@ -989,6 +993,10 @@ func checkRBACRules(t *testing.T, rr *rendering) {
 		{"cluster", "networking.k8s.io", "ingresses", "list", ""}, {"cluster", "networking.k8s.io", "ingresses", "watch", ""},
 		{"cluster", "discovery.k8s.io", "endpointslices", "list", ""}, {"cluster", "discovery.k8s.io", "endpointslices", "watch", ""},
 		{"cluster", "", "nodes", "list", ""}, {"cluster", "", "nodes", "watch", ""},
+		{"cluster", "gateway.networking.k8s.io", "gateways", "list", ""}, {"cluster", "gateway.networking.k8s.io", "gateways", "watch", ""},
+		{"cluster", "gateway.networking.k8s.io", "httproutes", "list", ""}, {"cluster", "gateway.networking.k8s.io", "httproutes", "watch", ""},
+		{"cluster", "gateway.networking.k8s.io", "grpcroutes", "list", ""}, {"cluster", "gateway.networking.k8s.io", "grpcroutes", "watch", ""},
+		{"cluster", "gateway.networking.k8s.io", "tlsroutes", "list", ""}, {"cluster", "gateway.networking.k8s.io", "tlsroutes", "watch", ""},
 		{"cluster", "", "services/status", "update", ""}, {"cluster", "", "services/status", "patch", ""},
 		{"cluster", "", "events", "create", ""}, {"cluster", "", "events", "patch", ""},
 		{"namespace skylb", "coordination.k8s.io", "leases", "create", ""},
@@ -1215,6 +1223,11 @@ func rbacChecks(ctx context.Context, t *testing.T, k kubectl, rr *rendering) {
 		{verb: "watch", resource: eps, allowed: true},
 		{verb: "list", resource: "nodes", allowed: true},
 		{verb: "watch", resource: "nodes", allowed: true},
+		{verb: "list", resource: "gateways.gateway.networking.k8s.io", allowed: true},
+		{verb: "watch", resource: "gateways.gateway.networking.k8s.io", allowed: true},
+		{verb: "list", resource: "httproutes.gateway.networking.k8s.io", allowed: true},
+		{verb: "watch", resource: "grpcroutes.gateway.networking.k8s.io", allowed: true},
+		{verb: "watch", resource: "tlsroutes.gateway.networking.k8s.io", allowed: true},
 		{verb: "update", resource: "services", sub: "status", ns: "default", allowed: true},
 		{verb: "patch", resource: "services", sub: "status", ns: "default", allowed: true},
 		{verb: "create", resource: "events", ns: "default", allowed: true},
@@ -1235,6 +1248,10 @@ func rbacChecks(ctx context.Context, t *testing.T, k kubectl, rr *rendering) {
 		{verb: "get", resource: "nodes", name: "node-1"},
 		{verb: "update", resource: "nodes", name: "node-1"},
 		{verb: "update", resource: ing, sub: "status", ns: "default"},
+		{verb: "update", resource: "httproutes.gateway.networking.k8s.io", sub: "status", ns: "default"},
+		{verb: "update", resource: "gateways.gateway.networking.k8s.io", ns: "default"},
+		{verb: "list", resource: "referencegrants.gateway.networking.k8s.io"},
+		{verb: "list", resource: "customresourcedefinitions.apiextensions.k8s.io"},
 		{verb: "delete", resource: eps, ns: "default"},
 		{verb: "delete", resource: "events", ns: "default"},
 		{verb: "get", resource: leases, name: "other", ns: nsSkylb},

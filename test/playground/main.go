@@ -173,6 +173,9 @@ func up(ctx context.Context, root, dir string) (err error) {
 	if err := s.CreateNodes(ctx, nodes...); err != nil {
 		return err
 	}
+	if err := s.InstallGatewayAPI(ctx); err != nil {
+		return err
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
