@@ -168,12 +168,12 @@ func TestResolve(t *testing.T) {
 					ports(source.Port{Name: "http", Protocol: "tcp", Number: 80}, source.Port{Name: "sip", Protocol: "udp", Number: 5060})),
 			},
 			wantRecords: map[string][]skydns.Record{
-				"web.shop.example.org":           {rec("web.shop.example.org", "192.0.2.10", 300, "service/shop/web")},
+				"web.shop.example.org":            {rec("web.shop.example.org", "192.0.2.10", 300, "service/shop/web")},
 				"_http._tcp.web.shop.example.org": {srv("_http._tcp.web.shop.example.org", "web.shop.example.org", 80, 300, "service/shop/web")},
 				"_sip._udp.web.shop.example.org":  {srv("_sip._udp.web.shop.example.org", "web.shop.example.org", 5060, 300, "service/shop/web")},
-				"shop.example.com":               {rec("shop.example.com", "192.0.2.10", 300, "service/shop/web")},
-				"_http._tcp.shop.example.com":    {srv("_http._tcp.shop.example.com", "shop.example.com", 80, 300, "service/shop/web")},
-				"_sip._udp.shop.example.com":     {srv("_sip._udp.shop.example.com", "shop.example.com", 5060, 300, "service/shop/web")},
+				"shop.example.com":                {rec("shop.example.com", "192.0.2.10", 300, "service/shop/web")},
+				"_http._tcp.shop.example.com":     {srv("_http._tcp.shop.example.com", "shop.example.com", 80, 300, "service/shop/web")},
+				"_sip._udp.shop.example.com":      {srv("_sip._udp.shop.example.com", "shop.example.com", 5060, 300, "service/shop/web")},
 			},
 		},
 		{

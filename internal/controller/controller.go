@@ -73,7 +73,7 @@ type Config struct {
 	// are served, asked again every GatewayPoll (a minute when 0).
 	Gateway     gatewayclient.Interface
 	GatewayPoll time.Duration
-	Log  logrus.FieldLogger
+	Log         logrus.FieldLogger
 }
 
 // Controller turns Services and Ingresses into records.
