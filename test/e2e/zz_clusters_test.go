@@ -46,7 +46,6 @@ func startSite(t *testing.T, owner, addr string) *site {
 		"--cluster-label", "--resync-interval=1m", "--log-level=debug",
 	}}
 	s.start(t)
-	t.Cleanup(func() { _ = s.skylb.Stop(); _ = c.APIServer.Stop() })
 	if _, err := c.Kube.CoreV1().Namespaces().Create(ctxT(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace shop in %s: %v", owner, err)
 	}
@@ -120,6 +119,7 @@ func (s *site) expectEvent(t *testing.T, object, reason, text string) {
 func TestSeveralClusters(t *testing.T) {
 	east := startSite(t, "east", "192.0.2.61")
 	west := startSite(t, "west", "192.0.2.62")
+	t.Cleanup(func() { stopSites(t, east, west) })
 	const (
 		shared = "shared.mc.example.org"
 		solo   = "solo.mc.example.org"
@@ -244,6 +244,39 @@ func TestSeveralClusters(t *testing.T) {
 		// CoreDNS's own client takes a while to reconnect.
 		within(t, 30*time.Second, shared, east.addr, west.addr)
 	})
+}
+
+// stopSites stops the sites' skylb and API servers and revokes the leases of
+// their records, so that no expiry lands in the middle of a later test.
+func stopSites(t *testing.T, sites ...*site) {
+	owned := make(map[string]bool)
+	for _, s := range sites {
+		_ = s.skylb.Stop()
+		_ = s.APIServer.Stop()
+		owned[s.owner] = true
+	}
+	c := etcdAs(t, "root")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	leases := make(map[int64]bool)
+	for _, prefix := range []string{"/skydns/", "/skylb/claims/"} {
+		resp, err := c.Get(ctx, prefix, clientv3.WithPrefix())
+		if err != nil {
+			t.Errorf("list %s: %v", prefix, err)
+			return
+		}
+		for _, kv := range resp.Kvs {
+			v, err := skydns.Decode(kv.Value)
+			if err == nil && owned[v.Owner] && kv.Lease != 0 {
+				leases[kv.Lease] = true
+			}
+		}
+	}
+	for id := range leases {
+		if _, err := c.Revoke(ctx, clientv3.LeaseID(id)); err != nil {
+			t.Errorf("revoke lease %x: %v", id, err)
+		}
+	}
 }
 
 // owners returns the owners of the records stored at name (not beneath it,
