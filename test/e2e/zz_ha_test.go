@@ -266,8 +266,9 @@ func TestOnceAndDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("skylb --once --dry-run: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "records to write (dry run): 1") {
-		t.Errorf("--once --dry-run summary does not say one record would be written:\n%s", out)
+	// The Service's address and the SRV record of its named port.
+	if !strings.Contains(out, "records to write (dry run): 2") {
+		t.Errorf("--once --dry-run summary does not say two records would be written:\n%s", out)
 	}
 	if rev := revision(t); rev != before {
 		t.Errorf("--dry-run moved etcd's revision from %d to %d", before, rev)
@@ -280,8 +281,8 @@ func TestOnceAndDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("skylb --once: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "records written: 1\n") || !strings.Contains(out, "records deleted: 0\n") {
-		t.Errorf("--once summary:\n%s\nwant one record written and none deleted", out)
+	if !strings.Contains(out, "records written: 2\n") || !strings.Contains(out, "records deleted: 0\n") {
+		t.Errorf("--once summary:\n%s\nwant two records written and none deleted", out)
 	}
 	within(t, quick, "web.modes.example.org", "203.0.113.80")
 
