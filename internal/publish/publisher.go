@@ -95,6 +95,10 @@ type Stats struct {
 	// HeldDeletes is the number of deletions the last full reconciliation held
 	// back under MaxDeleteRatio; 0 when it held none.
 	HeldDeletes int64
+	// NoSpaceErrors counts transactions etcd refused because its database is
+	// full (NOSPACE); NoSpace is true while the latest one was.
+	NoSpaceErrors int64
+	NoSpace       bool
 }
 
 // entry is a key of skylb's in the view, or a tombstone of one it deleted.
@@ -172,6 +176,8 @@ type Publisher struct {
 
 	txns, puts, deletes, relists, held atomic.Int64
 	listErrs, watchErrs, txnErrs       atomic.Int64
+	noSpaceErrs                        atomic.Int64
+	noSpace                            atomic.Bool
 	since                              map[string]time.Time // dirty name -> when its change was observed
 }
 
@@ -327,6 +333,7 @@ func (p *Publisher) Stats() Stats {
 		Errors:     p.listErrs.Load() + p.watchErrs.Load() + p.txnErrs.Load(),
 		ListErrors: p.listErrs.Load(), WatchErrors: p.watchErrs.Load(), TxnErrors: p.txnErrs.Load(),
 		Relists: p.relists.Load(), HeldDeletes: p.held.Load(),
+		NoSpaceErrors: p.noSpaceErrs.Load(), NoSpace: p.noSpace.Load(),
 	}
 }
 
@@ -638,6 +645,7 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Timeout)
 		defer cancel()
 		resp, err := p.client.Txn(tctx).If(cmps...).Then(ops...).Commit()
+		p.noteTxnResult(err)
 		if err != nil {
 			p.txnErrs.Add(1)
 			return fmt.Errorf("commit %d operations for %d names: %w", len(ops), len(batch), err)
