@@ -382,7 +382,7 @@ func (p *Publisher) Run(ctx context.Context) {
 
 // flushLoop writes dirty names whenever there are some, backing off on errors.
 func (p *Publisher) flushLoop(ctx context.Context) {
-	bo := newBackoff(100*time.Millisecond, 30*time.Second)
+	bo := newBackoff(100*time.Millisecond, maxRetryDelay)
 	failing := false
 	for {
 		select {
