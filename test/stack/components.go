@@ -119,6 +119,9 @@ func (s *Stack) component(name string) (componentSpec, error) {
 // corednsSpec is the command line of a CoreDNS serving the zone from the DNS
 // etcd with corefile, on the given loopback ports.
 func (s *Stack) corednsSpec(corefile string, cacheTTL, dns, health, ready, metrics int) componentSpec {
+	if len(s.EtcdURLs) > 1 {
+		corefile = s.clusterCorefile(corefile)
+	}
 	return componentSpec{
 		path: s.bin("coredns"),
 		args: []string{"-conf", corefile},
@@ -127,8 +130,7 @@ func (s *Stack) corednsSpec(corefile string, cacheTTL, dns, health, ready, metri
 			"SKYLB_DNS_BIND=127.0.0.1",
 			"SKYLB_DNS_PORT=" + strconv.Itoa(dns),
 			"SKYLB_DNS_CACHE_TTL=" + strconv.Itoa(cacheTTL),
-			// The etcd plugin takes several endpoints, separated by blanks.
-			"SKYLB_ETCD_ENDPOINT=" + strings.Join(s.EtcdURLs, " "),
+			"SKYLB_ETCD_ENDPOINT=" + s.EtcdURL,
 			"SKYLB_ETCD_CERT=" + filepath.Join(s.Certs, "coredns.crt"),
 			"SKYLB_ETCD_KEY=" + filepath.Join(s.Certs, "coredns.key"),
 			"SKYLB_ETCD_CA=" + filepath.Join(s.Certs, "ca.crt"),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -125,4 +126,23 @@ func (s *Stack) EtcdLeader(ctx context.Context) (EtcdMember, error) {
 		}
 	}
 	return EtcdMember{}, fmt.Errorf("stack: no etcd member leads: %w", errors.Join(errs...))
+}
+
+// clusterCorefile returns a copy of corefile, in Dir, whose etcd plugin is
+// given every member's client URL. The Corefile reads one endpoint from
+// SKYLB_ETCD_ENDPOINT, and an environment value always stays one argument, so
+// several endpoints have to be written into the file. On failure it returns
+// corefile unchanged: CoreDNS then reads the first member only.
+func (s *Stack) clusterCorefile(corefile string) string {
+	b, err := os.ReadFile(corefile)
+	if err != nil {
+		return corefile
+	}
+	const single = "endpoint {$SKYLB_ETCD_ENDPOINT}"
+	text := strings.Replace(string(b), single, "endpoint "+strings.Join(s.EtcdURLs, " "), 1)
+	out := filepath.Join(s.Dir, filepath.Base(corefile)+".cluster")
+	if text == string(b) || os.WriteFile(out, []byte(text), 0o644) != nil {
+		return corefile
+	}
+	return out
 }
