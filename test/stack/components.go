@@ -346,6 +346,12 @@ func (s *Stack) EtcdClient(user string) (*clientv3.Client, error) {
 	return s.etcdClient(user, s.EtcdURLs)
 }
 
+// EtcdClientAt is EtcdClient for the given client URLs only, e.g. to reach
+// the members that are not paused.
+func (s *Stack) EtcdClientAt(user string, endpoints []string) (*clientv3.Client, error) {
+	return s.etcdClient(user, endpoints)
+}
+
 // etcdClient returns a client of the given members of the DNS etcd as user.
 func (s *Stack) etcdClient(user string, endpoints []string) (*clientv3.Client, error) {
 	cert, err := tls.LoadX509KeyPair(filepath.Join(s.Certs, user+".crt"), filepath.Join(s.Certs, user+".key"))
