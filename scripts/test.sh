@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs all of skylb's tests: formatting and vet, the unit and integration tests
-# (a real etcd in-process), and the end-to-end suite on the real local stack
-# (etcd, kube-apiserver, kube-controller-manager, CoreDNS, skylb).
+# (a real etcd in-process), the end-to-end suite on the real local stack
+# (etcd, kube-apiserver, kube-controller-manager, CoreDNS, skylb), and the
+# fault-injection suite (scripts/chaos.sh).
 # It installs what it needs first: Debian's dig and openssl, and the pinned
 # binaries built from Go modules into bin/ (cached; the first build takes
 # several minutes).
@@ -40,5 +41,9 @@ grep -rl --include='*_test.go' '^func Fuzz' internal | while read -r file; do
 done
 
 step "end-to-end tests on the local stack"
-# One package at a time: each starts its own stack.
-go test -count=1 -p 1 -timeout 20m ./test/...
+# One package at a time: each starts its own stack. The fault-injection suite
+# runs next, on its own, to print its report.
+go test -count=1 -p 1 -timeout 20m $(go list ./test/... | grep -v '/test/chaos$')
+
+step "fault injection (three-member etcd cluster)"
+scripts/chaos.sh

@@ -281,6 +281,10 @@ func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *cont
 			return map[string]float64{"put": float64(s.Puts), "delete": float64(s.Deletes)}
 		})
 	m.Counter("skylb_etcd_transactions_total", "etcd transactions committed.", stats(func(s publish.Stats) int64 { return s.Txns }))
+	m.Counter("skylb_etcd_no_space_errors_total", "etcd transactions refused because etcd's database is full (NOSPACE alarm).",
+		stats(func(s publish.Stats) int64 { return s.NoSpaceErrors }))
+	m.Gauge("skylb_etcd_no_space", "1 while etcd refuses skylb's writes because its database is full (NOSPACE alarm).",
+		stats(func(s publish.Stats) int64 { return int64(boolInt(s.NoSpace)) }))
 	m.Counter("skylb_etcd_relists_total", "Full lists of the prefix, at start and after compaction.", stats(func(s publish.Stats) int64 { return s.Relists }))
 	m.Gauge("skylb_held_deletions", "Deletions the last full reconciliation held back under --max-delete-ratio.", stats(func(s publish.Stats) int64 { return s.HeldDeletes }))
 	m.Gauge("skylb_hostname_conflicts", "Hostname claims refused because another namespace holds the name.", func() float64 { return float64(ctrl.Conflicts()) })

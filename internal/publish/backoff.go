@@ -5,6 +5,13 @@ import (
 	"time"
 )
 
+// maxRetryDelay caps the delay between attempts to list or write after etcd
+// failed. Once etcd is back (after an outage, or after an operator cleared a
+// NOSPACE alarm) the next attempt comes at most this late, so skylb converges
+// within seconds; one request every two seconds is no load for etcd. It
+// matches the reconnect backoff of the etcd client (internal/etcdclient).
+const maxRetryDelay = 2 * time.Second
+
 // backoff yields exponentially growing delays with jitter, up to a maximum.
 type backoff struct {
 	min, max, cur time.Duration

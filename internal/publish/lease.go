@@ -35,7 +35,7 @@ func (p *Publisher) awaitingLeaseLocked() bool {
 // leaseLoop obtains the lease once the view is loaded, keeps it alive, and
 // obtains another when it is lost, until ctx ends.
 func (p *Publisher) leaseLoop(ctx context.Context) {
-	bo := newBackoff(200*time.Millisecond, 10*time.Second)
+	bo := newBackoff(200*time.Millisecond, maxRetryDelay)
 	for ctx.Err() == nil {
 		id, err := p.obtainLease(ctx)
 		if err != nil {

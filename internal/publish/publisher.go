@@ -115,6 +115,10 @@ type Stats struct {
 	// HeldDeletes is the number of deletions the last full reconciliation held
 	// back under MaxDeleteRatio; 0 when it held none.
 	HeldDeletes int64
+	// NoSpaceErrors counts transactions etcd refused because its database is
+	// full (NOSPACE); NoSpace is true while the latest one was.
+	NoSpaceErrors int64
+	NoSpace       bool
 }
 
 // entry is a key of skylb's in the view, or a tombstone of one it deleted.
@@ -211,6 +215,8 @@ type Publisher struct {
 	txns, puts, deletes, relists, held atomic.Int64
 	listErrs, watchErrs, txnErrs       atomic.Int64
 	refused, leasesLost                atomic.Int64
+	noSpaceErrs                        atomic.Int64
+	noSpace                            atomic.Bool
 	since                              map[string]time.Time // dirty name -> when its change was observed
 
 	// Claims of the clusters sharing the etcd (see claims.go).
@@ -387,6 +393,7 @@ func (p *Publisher) Stats() Stats {
 		ListErrors: p.listErrs.Load(), WatchErrors: p.watchErrs.Load(), TxnErrors: p.txnErrs.Load(),
 		Relists: p.relists.Load(), HeldDeletes: p.held.Load(),
 		Refused: p.refused.Load(), LeasesLost: p.leasesLost.Load(),
+		NoSpaceErrors: p.noSpaceErrs.Load(), NoSpace: p.noSpace.Load(),
 	}
 }
 
@@ -434,7 +441,7 @@ func (p *Publisher) Run(ctx context.Context) {
 
 // flushLoop writes dirty names whenever there are some, backing off on errors.
 func (p *Publisher) flushLoop(ctx context.Context) {
-	bo := newBackoff(100*time.Millisecond, 30*time.Second)
+	bo := newBackoff(100*time.Millisecond, maxRetryDelay)
 	failing := false
 	for {
 		select {
@@ -711,6 +718,7 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Timeout)
 		defer cancel()
 		resp, err := p.client.Txn(tctx).If(cmps...).Then(ops...).Commit()
+		p.noteTxnResult(err)
 		if err != nil {
 			p.txnErrs.Add(1)
 			return fmt.Errorf("commit %d operations for %d names: %w", len(ops), len(batch), err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sirupsen/logrus"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/skylb/skylb/internal/etcdtest"
@@ -407,5 +408,25 @@ func TestDryRunWritesNothingAndCountsEachChangeOnce(t *testing.T) {
 	}
 	if got := revision(t, c); got != before {
 		t.Errorf("a dry run moved etcd's revision from %d to %d", before, got)
+	}
+}
+
+func TestIsNoSpace(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"client error", rpctypes.ErrNoSpace, true},
+		{"wrapped", fmt.Errorf("commit 3 operations for 1 names: %w", rpctypes.ErrNoSpace), true},
+		{"other etcd error", rpctypes.ErrTimeout, false},
+		{"deadline", context.DeadlineExceeded, false},
+		{"fenced", publish.ErrFenced, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := publish.IsNoSpace(tc.err); got != tc.want {
+				t.Errorf("IsNoSpace(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
 	}
 }

@@ -18,7 +18,7 @@ import (
 // loadWithRetry lists the prefix until it succeeds or ctx ends, and returns the
 // revision the view is current at.
 func (p *Publisher) loadWithRetry(ctx context.Context) (int64, bool) {
-	bo := newBackoff(200*time.Millisecond, 30*time.Second)
+	bo := newBackoff(200*time.Millisecond, maxRetryDelay)
 	for attempt := 0; ; attempt++ {
 		rev, err := p.load(ctx)
 		if err == nil {

@@ -55,15 +55,10 @@ type componentSpec struct {
 func (s *Stack) component(name string) (componentSpec, error) {
 	p := s.Ports
 	kube := s.kubeDir()
+	if m, ok := s.etcdMember(name); ok {
+		return s.etcdSpec(m), nil
+	}
 	switch name {
-	case "etcd":
-		// etcd/run-etcd.sh holds the mutual-TLS flags (etcd/etcd.flags).
-		return componentSpec{
-			path: "/bin/bash",
-			args: append([]string{filepath.Join(s.Root, "etcd", "run-etcd.sh"), s.Certs, filepath.Join(s.Dir, "etcd-data"),
-				s.EtcdURL, fmt.Sprintf("https://127.0.0.1:%d", p.EtcdPeer), "--log-level=warn"}, s.etcdMetricsArgs()...),
-			env: []string{"SKYLB_ETCD=" + s.bin("etcd")},
-		}, nil
 	case "kube-etcd":
 		peer := fmt.Sprintf("http://127.0.0.1:%d", p.KubeEtcdPeer)
 		return componentSpec{path: s.bin("etcd"), args: []string{
@@ -124,6 +119,9 @@ func (s *Stack) component(name string) (componentSpec, error) {
 // corednsSpec is the command line of a CoreDNS serving the zone from the DNS
 // etcd with corefile, on the given loopback ports.
 func (s *Stack) corednsSpec(corefile string, cacheTTL, dns, health, ready, metrics int) componentSpec {
+	if len(s.EtcdURLs) > 1 {
+		corefile = s.clusterCorefile(corefile)
+	}
 	return componentSpec{
 		path: s.bin("coredns"),
 		args: []string{"-conf", corefile},
@@ -141,15 +139,6 @@ func (s *Stack) corednsSpec(corefile string, cacheTTL, dns, health, ready, metri
 			fmt.Sprintf("SKYLB_METRICS_ADDR=127.0.0.1:%d", metrics),
 		},
 	}
-}
-
-// etcdMetricsArgs returns the DNS etcd's --listen-metrics-urls flag when the
-// stack has a metrics port for it.
-func (s *Stack) etcdMetricsArgs() []string {
-	if s.Ports.EtcdMetrics == 0 {
-		return nil
-	}
-	return []string{fmt.Sprintf("--listen-metrics-urls=http://127.0.0.1:%d", s.Ports.EtcdMetrics)}
 }
 
 // StartCoreDNS runs one more CoreDNS as the named process, serving the zone
@@ -194,17 +183,10 @@ func (s *Stack) StartCoreDNS(ctx context.Context, name, corefile string, cacheTT
 // readiness returns the check that the named process serves, or nil for
 // processes without one (skylb, StartProcess).
 func (s *Stack) readiness(name string) func(context.Context) error {
+	if m, ok := s.etcdMember(name); ok {
+		return func(ctx context.Context) error { return s.etcdMemberReady(ctx, m) }
+	}
 	switch name {
-	case "etcd":
-		return func(ctx context.Context) error {
-			c, err := s.EtcdClient("root")
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			_, err = c.Status(ctx, s.EtcdURL)
-			return err
-		}
 	case "kube-etcd":
 		return func(ctx context.Context) error {
 			body, err := httpGet(ctx, http.DefaultClient, s.KubeEtcdURL+"/health", "")
@@ -352,7 +334,7 @@ current-context: local
 
 // --- etcd ---------------------------------------------------------------------
 
-// EtcdClient returns a client of the DNS etcd authenticated by the client
+// EtcdClient returns a client of the DNS etcd (every member) authenticated by the client
 // certificate of user "skylb", "coredns" or "root" (mutual TLS; etcd takes the
 // certificate's CN as the user). The caller closes it.
 func (s *Stack) EtcdClient(user string) (*clientv3.Client, error) {
@@ -361,6 +343,17 @@ func (s *Stack) EtcdClient(user string) (*clientv3.Client, error) {
 	default:
 		return nil, fmt.Errorf("stack: no etcd certificate for user %q (skylb, coredns or root)", user)
 	}
+	return s.etcdClient(user, s.EtcdURLs)
+}
+
+// EtcdClientAt is EtcdClient for the given client URLs only, e.g. to reach
+// the members that are not paused.
+func (s *Stack) EtcdClientAt(user string, endpoints []string) (*clientv3.Client, error) {
+	return s.etcdClient(user, endpoints)
+}
+
+// etcdClient returns a client of the given members of the DNS etcd as user.
+func (s *Stack) etcdClient(user string, endpoints []string) (*clientv3.Client, error) {
 	cert, err := tls.LoadX509KeyPair(filepath.Join(s.Certs, user+".crt"), filepath.Join(s.Certs, user+".key"))
 	if err != nil {
 		return nil, err
@@ -374,7 +367,7 @@ func (s *Stack) EtcdClient(user string) (*clientv3.Client, error) {
 		return nil, errors.New("stack: no certificate in ca.crt")
 	}
 	return clientv3.New(clientv3.Config{
-		Endpoints:   []string{s.EtcdURL},
+		Endpoints:   endpoints,
 		DialTimeout: 2 * time.Second,
 		TLS:         &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12},
 		Logger:      zap.NewNop(),

@@ -66,7 +66,8 @@ func (s *Stack) StartSkylb(ctx context.Context, args ...string) (*Proc, error) {
 // StartSkylbNamed builds skylb (once) and runs it as the named process (use
 // distinct names for several replicas), logging to <Dir>/logs/<name>.log. It
 // passes --http-address (127.0.0.1 and Ports.Skylb for "skylb", a free port
-// for other names), --kubeconfig (admin), --zone, --etcd-endpoints and the
+// for other names), --kubeconfig (admin), --zone, --etcd-endpoints (every
+// member) and the
 // skylb client certificate (--etcd-ca-file, --etcd-cert-file,
 // --etcd-key-file), each only when args do not set that flag themselves, then
 // args. It returns once the process runs and has not failed at once (flag
@@ -88,7 +89,7 @@ func (s *Stack) StartSkylbNamed(ctx context.Context, name string, args ...string
 		{"http-address", httpAddr},
 		{"kubeconfig", s.Kubeconfig},
 		{"zone", s.Zone},
-		{"etcd-endpoints", s.EtcdURL},
+		{"etcd-endpoints", strings.Join(s.EtcdURLs, ",")},
 		{"etcd-ca-file", filepath.Join(s.Certs, "ca.crt")},
 		{"etcd-cert-file", filepath.Join(s.Certs, "skylb.crt")},
 		{"etcd-key-file", filepath.Join(s.Certs, "skylb.key")},

@@ -2,6 +2,8 @@
 //
 //   - etcd for DNS records ("etcd"), with mutual TLS and the roles of
 //     etcd/rbac-bootstrap.sh (users skylb, coredns, root by certificate CN);
+//     with Options.EtcdMembers 3, a cluster of three members ("etcd-1",
+//     "etcd-2", "etcd-3") with mutual TLS between the peers too;
 //   - a second, plain-HTTP etcd ("kube-etcd") for the API server;
 //   - kube-apiserver with a static admin token and RBAC authorization;
 //   - kube-controller-manager with the controllers a cluster without kubelets
@@ -83,6 +85,31 @@ type Options struct {
 	// listener on loopback (--listen-metrics-urls, Ports.EtcdMetrics), so that
 	// its request counters can be read without a client certificate.
 	EtcdMetrics bool
+	// EtcdMembers is the number of members of the DNS etcd: 0 or 1 runs one
+	// member named "etcd"; more run a cluster of members named "etcd-1",
+	// "etcd-2", ..., each with a plain-HTTP /metrics listener, and skylb and
+	// CoreDNS are given every member's client URL. The API server keeps its
+	// own etcd, so that a fault of the DNS etcd leaves it running.
+	EtcdMembers int
+	// EtcdFlags are extra flags for every member of the DNS etcd, after those
+	// of etcd/etcd.flags (later flags win), e.g. --quota-backend-bytes.
+	EtcdFlags []string
+}
+
+// EtcdPorts are the loopback ports of one member of the DNS etcd after the
+// first (the first uses Ports.Etcd, Ports.EtcdPeer and Ports.EtcdMetrics).
+type EtcdPorts struct {
+	Client  int `json:"client"`
+	Peer    int `json:"peer"`
+	Metrics int `json:"metrics"`
+}
+
+// EtcdMember is one member of the DNS etcd.
+type EtcdMember struct {
+	Name       string `json:"name"`        // member and process name: "etcd", or "etcd-1", "etcd-2", ...
+	ClientURL  string `json:"client_url"`  // https://127.0.0.1:port (mutual TLS)
+	PeerURL    string `json:"peer_url"`    // https://127.0.0.1:port (mutual TLS)
+	MetricsURL string `json:"metrics_url"` // http://127.0.0.1:port of /metrics and /health; empty without one
 }
 
 // Ports are the loopback ports of the stack's listeners.
@@ -99,8 +126,11 @@ type Ports struct {
 	DNSMetrics        int `json:"dns_metrics"`        // CoreDNS /metrics
 	Skylb             int `json:"skylb"`              // HTTP endpoint (/healthz, /readyz, /metrics) of the skylb named "skylb"
 	// EtcdMetrics is the DNS etcd's plain-HTTP /metrics listener; used only
-	// with Options.EtcdMetrics (or when set).
+	// with Options.EtcdMetrics or a cluster (or when set).
 	EtcdMetrics int `json:"etcd_metrics,omitempty"`
+	// EtcdMore are the ports of the DNS etcd's members after the first, with
+	// Options.EtcdMembers above 1.
+	EtcdMore []EtcdPorts `json:"etcd_more,omitempty"`
 }
 
 // Stack is a running local stack.
@@ -108,7 +138,9 @@ type Stack struct {
 	Options
 
 	Certs        string               // output directory of scripts/gen-certs.sh: ca.crt, skylb.crt/key, coredns.crt/key, root.crt/key
-	EtcdURL      string               // https://127.0.0.1:port, the DNS etcd (mutual TLS, RBAC enabled)
+	EtcdURL      string               // https://127.0.0.1:port, the DNS etcd (mutual TLS, RBAC enabled); its first member in a cluster
+	EtcdURLs     []string             // the client URLs of every member of the DNS etcd
+	EtcdCluster  []EtcdMember         // the members of the DNS etcd, in order
 	KubeEtcdURL  string               // http://127.0.0.1:port, the API server's own etcd
 	APIServerURL string               // https://127.0.0.1:port
 	Kubeconfig   string               // admin kubeconfig file
@@ -251,6 +283,7 @@ func newStack(o Options) *Stack {
 func (s *Stack) setURLs() {
 	p := s.Ports
 	s.EtcdURL = fmt.Sprintf("https://127.0.0.1:%d", p.Etcd)
+	s.setEtcdMembers()
 	s.KubeEtcdURL = fmt.Sprintf("http://127.0.0.1:%d", p.KubeEtcd)
 	s.APIServerURL = fmt.Sprintf("https://127.0.0.1:%d", p.APIServer)
 	s.DNSAddr = fmt.Sprintf("127.0.0.1:%d", p.DNS)
@@ -285,7 +318,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
-	if err := s.Ports.allocate(o.EtcdMetrics); err != nil {
+	if err := s.Ports.allocate(o.EtcdMetrics || o.EtcdMembers > 1, max(o.EtcdMembers, 1)); err != nil {
 		return nil, err
 	}
 	s.setURLs()
@@ -327,14 +360,14 @@ func (s *Stack) startDNS(ctx context.Context) error {
 		return err
 	}
 	s.logf("certificates ready in %.1fs", time.Since(t).Seconds())
-	if err := s.startComponent(ctx, "etcd"); err != nil {
+	if err := s.startEtcd(ctx); err != nil {
 		return err
 	}
 	t = time.Now()
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(s.Root, "etcd", "rbac-bootstrap.sh"))
 	cmd.Env = append(os.Environ(),
 		"SKYLB_ETCDCTL="+s.bin("etcdctl"),
-		"ETCDCTL_ENDPOINTS="+s.EtcdURL,
+		"ETCDCTL_ENDPOINTS="+strings.Join(s.EtcdURLs, ","),
 		"ETCDCTL_CACERT="+filepath.Join(s.Certs, "ca.crt"),
 		"ETCDCTL_CERT="+filepath.Join(s.Certs, "root.crt"),
 		"ETCDCTL_KEY="+filepath.Join(s.Certs, "root.key"),
@@ -366,20 +399,33 @@ func (s *Stack) startKube(ctx context.Context) error {
 
 // startComponent starts one of the stack's own processes and waits until it serves.
 func (s *Stack) startComponent(ctx context.Context, name string) error {
-	spec, err := s.component(name)
-	if err != nil {
-		return err
-	}
-	p := s.newProc(name, spec.path, spec.args, spec.env)
-	p.ready = s.readiness(name)
+	return s.startComponents(ctx, name)
+}
+
+// startComponents starts several of the stack's own processes at once and
+// waits until each serves: the members of an etcd cluster serve only once a
+// quorum of them runs.
+func (s *Stack) startComponents(ctx context.Context, names ...string) error {
 	t := time.Now()
-	if err := s.launch(p); err != nil {
-		return err
+	var procs []*Proc
+	for _, name := range names {
+		spec, err := s.component(name)
+		if err != nil {
+			return err
+		}
+		p := s.newProc(name, spec.path, spec.args, spec.env)
+		p.ready = s.readiness(name)
+		if err := s.launch(p); err != nil {
+			return err
+		}
+		procs = append(procs, p)
 	}
-	if err := waitReady(ctx, p, readyTimeout(name), p.ready); err != nil {
-		return err
+	for _, p := range procs {
+		if err := waitReady(ctx, p, readyTimeout(p.Name), p.ready); err != nil {
+			return err
+		}
+		s.logf("%s ready in %.1fs (pid %d)", p.Name, time.Since(t).Seconds(), p.PID())
 	}
-	s.logf("%s ready in %.1fs (pid %d)", name, time.Since(t).Seconds(), p.PID())
 	return nil
 }
 
@@ -490,7 +536,8 @@ func tail(path string) string {
 	return fmt.Sprintf("\n----- last lines of %s -----\n%s", path, strings.Join(lines, "\n"))
 }
 
-// Proc returns the process of the given name, or nil: "etcd", "kube-etcd",
+// Proc returns the process of the given name, or nil: "etcd" (or "etcd-1",
+// "etcd-2", ... in a cluster), "kube-etcd",
 // "kube-apiserver", "kube-controller-manager", "coredns", "skylb", or a name
 // given to StartSkylbNamed or StartProcess.
 func (s *Stack) Proc(name string) *Proc {
@@ -571,12 +618,20 @@ func (s *Stack) kubeClient() error {
 }
 
 // allocate picks free loopback ports for the zero fields, all distinct.
-// Ports.EtcdMetrics is allocated only with etcdMetrics.
-func (p *Ports) allocate(etcdMetrics bool) error {
+// Ports.EtcdMetrics is allocated only with etcdMetrics, Ports.EtcdMore for
+// etcdMembers above 1.
+func (p *Ports) allocate(etcdMetrics bool, etcdMembers int) error {
 	fields := []*int{&p.Etcd, &p.EtcdPeer, &p.KubeEtcd, &p.KubeEtcdPeer, &p.APIServer,
 		&p.ControllerManager, &p.DNS, &p.DNSHealth, &p.DNSReady, &p.DNSMetrics, &p.Skylb}
 	if etcdMetrics || p.EtcdMetrics != 0 {
 		fields = append(fields, &p.EtcdMetrics)
+	}
+	for len(p.EtcdMore) < etcdMembers-1 {
+		p.EtcdMore = append(p.EtcdMore, EtcdPorts{})
+	}
+	for i := range p.EtcdMore {
+		m := &p.EtcdMore[i]
+		fields = append(fields, &m.Client, &m.Peer, &m.Metrics)
 	}
 	taken := map[int]bool{}
 	for _, f := range fields {
@@ -634,6 +689,8 @@ type state struct {
 	Ports           Ports       `json:"ports"`
 	Certs           string      `json:"certs"`
 	EtcdURL         string      `json:"etcd_url"`
+	EtcdMembers     int         `json:"etcd_members,omitempty"`
+	EtcdFlags       []string    `json:"etcd_flags,omitempty"`
 	KubeEtcdURL     string      `json:"kube_etcd_url"`
 	APIServerURL    string      `json:"apiserver_url"`
 	Kubeconfig      string      `json:"kubeconfig"`
@@ -647,6 +704,7 @@ func (s *Stack) save() error {
 		Root: s.Root, Dir: s.Dir, Zone: s.Zone, Detach: s.Detach, CacheTTL: s.CacheTTL,
 		BinDir: s.BinDir, Corefile: s.Corefile, SkylbBuildFlags: s.SkylbBuildFlags,
 		Ports: s.Ports, Certs: s.Certs, EtcdURL: s.EtcdURL, KubeEtcdURL: s.KubeEtcdURL,
+		EtcdMembers: s.Options.EtcdMembers, EtcdFlags: s.EtcdFlags,
 		APIServerURL: s.APIServerURL, Kubeconfig: s.Kubeconfig, DNSAddr: s.DNSAddr,
 	}
 	s.mu.Lock()
@@ -685,8 +743,10 @@ func Load(dir string) (*Stack, error) {
 	s := newStack(Options{
 		Root: st.Root, Dir: st.Dir, Zone: st.Zone, Detach: st.Detach, Ports: st.Ports,
 		CacheTTL: st.CacheTTL, BinDir: st.BinDir, Corefile: st.Corefile, SkylbBuildFlags: st.SkylbBuildFlags,
+		EtcdMembers: st.EtcdMembers, EtcdFlags: st.EtcdFlags,
 	})
 	s.Certs, s.EtcdURL, s.KubeEtcdURL, s.APIServerURL = st.Certs, st.EtcdURL, st.KubeEtcdURL, st.APIServerURL
+	s.setEtcdMembers()
 	s.Kubeconfig, s.DNSAddr = st.Kubeconfig, st.DNSAddr
 	if st.Ports.EtcdMetrics != 0 {
 		s.EtcdMetricsURL = fmt.Sprintf("http://127.0.0.1:%d", st.Ports.EtcdMetrics)

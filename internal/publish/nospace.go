@@ -1,0 +1,24 @@
+package publish
+
+import (
+	"errors"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+)
+
+// IsNoSpace reports whether err is etcd refusing a write because its database
+// reached --quota-backend-bytes (the NOSPACE alarm). No retry helps until an
+// operator frees space and disarms the alarm, so it is counted apart from
+// other failures.
+func IsNoSpace(err error) bool {
+	return errors.Is(err, rpctypes.ErrNoSpace)
+}
+
+// noteTxnResult records whether the latest transaction was refused for NOSPACE.
+func (p *Publisher) noteTxnResult(err error) {
+	full := err != nil && IsNoSpace(err)
+	if full {
+		p.noSpaceErrs.Add(1)
+	}
+	p.noSpace.Store(full)
+}
