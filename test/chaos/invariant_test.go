@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 // fields skylb adds.
 type value struct {
 	Host   string `json:"host"`
+	Port   int    `json:"port,omitempty"`
 	TTL    int    `json:"ttl"`
 	Owner  string `json:"owner"`
 	Source string `json:"source"`
@@ -63,10 +65,18 @@ func recordKey(name, host string) string {
 	return storedPath(name) + "/" + owner + "-" + hex.EncodeToString(sum[:])[:12]
 }
 
+// srvKey returns the key of the SRV record of a port beneath name: the hash
+// covers the target (the name itself) and the port.
+func srvKey(srvName, target string, port int) string {
+	sum := sha256.Sum256([]byte(target + "\x00" + strconv.Itoa(port)))
+	return storedPath(srvName) + "/" + owner + "-" + hex.EncodeToString(sum[:])[:12]
+}
+
 // desiredState is what etcd must hold for the objects in the API server.
 type desiredState struct {
 	records map[string]value    // key under /skydns/ -> value
 	names   map[string][]string // DNS name -> sorted addresses
+	claimed map[string]bool     // stored names skylb claims under /skylb/claims/
 }
 
 // desired lists the test's Services and computes their records: each
@@ -78,7 +88,7 @@ func desired(ctx context.Context) (desiredState, error) {
 	if err != nil {
 		return desiredState{}, err
 	}
-	d := desiredState{records: map[string]value{}, names: map[string][]string{}}
+	d := desiredState{records: map[string]value{}, names: map[string][]string{}, claimed: map[string]bool{}}
 	guard := storedPath("apex.dns." + zone)
 	sum := sha256.Sum256([]byte(zone))
 	d.records[guard+"/"+owner+"-"+hex.EncodeToString(sum[:])[:12]] = value{Host: zone, TTL: ttl, Owner: owner, Source: "apex-guard"}
@@ -97,6 +107,19 @@ func desired(ctx context.Context) (desiredState, error) {
 			}
 		}
 		slices.Sort(d.names[name])
+		if len(d.names[name]) == 0 {
+			continue
+		}
+		d.claimed[name] = true
+		// Each named port has an SRV record beneath the name, targeting it.
+		for _, p := range svc.Spec.Ports {
+			if p.Name == "" {
+				continue
+			}
+			srv := "_" + p.Name + "._" + strings.ToLower(string(p.Protocol)) + "." + name
+			d.records[srvKey(srv, name, int(p.Port))] = value{Host: name, Port: int(p.Port), TTL: ttl, Owner: owner, Source: "service/" + svc.Namespace + "/" + svc.Name}
+			d.claimed[srv] = true
+		}
 	}
 	return d, nil
 }
@@ -169,7 +192,7 @@ func compare(d desiredState, skydns, skylb map[string]string) []string {
 }
 
 // checkSkylbPrefix accepts under /skylb/ only what belongs to this skylb: its
-// leader election keys (/skylb/leader/<owner>/...) and at most one claim per
+// leader election keys (/skylb/leader/<owner>/...) and exactly one claim per
 // published name (/skylb/claims/<name>/<owner>, a JSON value naming the owner).
 func checkSkylbPrefix(d desiredState, keys map[string]string) []string {
 	var bad []string
@@ -181,7 +204,8 @@ func checkSkylbPrefix(d desiredState, keys map[string]string) []string {
 			var c struct {
 				Owner string `json:"owner"`
 			}
-			if json.Unmarshal([]byte(v), &c) != nil || c.Owner != owner {
+			stored := strings.TrimSuffix(strings.TrimPrefix(k, "/skylb/claims/"), "/"+owner)
+			if json.Unmarshal([]byte(v), &c) != nil || c.Owner != owner || !d.claimed[stored] {
 				bad = append(bad, k+" "+v)
 			}
 			claims++
@@ -189,8 +213,8 @@ func checkSkylbPrefix(d desiredState, keys map[string]string) []string {
 			bad = append(bad, k+" "+v)
 		}
 	}
-	if claims > len(d.names)+1 {
-		bad = append(bad, fmt.Sprintf("%d claims for %d published names", claims, len(d.names)))
+	if claims != len(d.claimed) {
+		bad = append(bad, fmt.Sprintf("%d claims for %d published names", claims, len(d.claimed)))
 	}
 	return bad
 }
