@@ -425,6 +425,13 @@ func (c *Controller) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// JitterUntil runs its function at once; the first full pass
+			// has just done what a resync would do.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait.Jitter(c.cfg.ResyncInterval, 0.1)):
+			}
 			wait.JitterUntilWithContext(ctx, c.resync, c.cfg.ResyncInterval, 0.1, false)
 		}()
 	}
