@@ -78,8 +78,11 @@ type Controller struct {
 	factory   informers.SharedInformerFactory
 	services  corelisters.ServiceLister
 	ingresses networkinglisters.IngressLister
-	synced    []cache.InformerSynced
-	queue     workqueue.TypedRateLimitingInterface[string]
+	// synced report, one per event handler, that the informer's cache has
+	// synced and the handler has been given every object of the initial
+	// list, which it does not queue: the first full pass covers them.
+	synced []cache.InformerSynced
+	queue  workqueue.TypedRateLimitingInterface[string]
 	// statusQueue holds the Services ("namespace/name") whose status is to
 	// be written; see queueStatus.
 	statusQueue workqueue.TypedRateLimitingInterface[string]
@@ -137,10 +140,6 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		factory:   factory,
 		services:  svcInformer.Lister(),
 		ingresses: ingInformer.Lister(),
-		synced: []cache.InformerSynced{
-			svcInformer.Informer().HasSynced, ingInformer.Informer().HasSynced,
-			sliceInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced,
-		},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb"}),
@@ -266,7 +265,7 @@ func (c *Controller) handle(inf cache.SharedIndexInformer, kind string) {
 			c.enqueueAll(source.KindIngress)
 		}
 	}
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: enqueue,
@@ -274,6 +273,7 @@ func (c *Controller) handle(inf cache.SharedIndexInformer, kind string) {
 	if err != nil {
 		panic(fmt.Sprintf("add %s event handler: %v", kind, err))
 	}
+	c.synced = append(c.synced, reg.HasSynced)
 }
 
 // handleSlices enqueues the Service of each EndpointSlice that changes.
@@ -294,20 +294,22 @@ func (c *Controller) handleSlices(inf cache.SharedIndexInformer) {
 			}
 		}
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: enqueue,
-	}); err != nil {
+	})
+	if err != nil {
 		panic(fmt.Sprintf("add EndpointSlice event handler: %v", err))
 	}
+	c.synced = append(c.synced, reg.HasSynced)
 }
 
 // handleNodes enqueues every Service when a node changes in a way that changes
 // the addresses published for it: readiness, addresses, exclusion, deletion.
 func (c *Controller) handleNodes(inf cache.SharedIndexInformer) {
 	all := func(any) { c.enqueueAll(source.KindService) }
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: all,
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*corev1.Node)
@@ -318,9 +320,11 @@ func (c *Controller) handleNodes(inf cache.SharedIndexInformer) {
 			}
 		},
 		DeleteFunc: all,
-	}); err != nil {
+	})
+	if err != nil {
 		panic(fmt.Sprintf("add Node event handler: %v", err))
 	}
+	c.synced = append(c.synced, reg.HasSynced)
 }
 
 // enqueue adds a key to the queue and remembers when its change was first seen.
