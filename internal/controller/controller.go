@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net/netip"
 	"slices"
 	"strings"
@@ -89,12 +90,14 @@ type Controller struct {
 
 	mu       sync.Mutex
 	index    *claim.Index
-	found    map[string][]source.Problem            // by source: problems found reading the object
 	conflict map[string]map[string][]source.Problem // by group, then source: problems of resolution
 	reported map[string][]source.Problem            // by source: problems already told as Events
 	granted  map[string]map[string][]string         // by group, then source: names published
-	told     map[string]string                      // by source: the Published Event last sent
-	failOpen map[string]bool                        // sources publishing all addresses, none being healthy
+	// told holds, by source, a hash of the Published Event last sent: one
+	// message per object would be a megabyte at ten thousand objects.
+	told     map[string]uint64
+	toldSeed maphash.Seed
+	failOpen map[string]bool // sources publishing all addresses, none being healthy
 	ready    bool
 
 	observedMu sync.Mutex
@@ -147,11 +150,11 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb-status"}),
 		index:    claim.NewIndex(cfg.Source.MaxAddresses),
-		found:    make(map[string][]source.Problem),
 		conflict: make(map[string]map[string][]source.Problem),
 		reported: make(map[string][]source.Problem),
 		granted:  make(map[string]map[string][]string),
-		told:     make(map[string]string),
+		told:     make(map[string]uint64),
+		toldSeed: maphash.MakeSeed(),
 		failOpen: make(map[string]bool),
 		observed: make(map[string]time.Time),
 		chosen:   make(map[string]netip.Addr),
@@ -660,13 +663,7 @@ func (c *Controller) applyLocked(src string, pub *source.Publication, observed t
 // updateLocked stores the publication of src (nil: none) and returns the
 // groups whose records may have changed.
 func (c *Controller) updateLocked(src string, pub *source.Publication) []string {
-	groups := c.index.Update(src, pub)
-	if pub == nil {
-		delete(c.found, src)
-	} else {
-		c.found[src] = pub.Problems
-	}
-	return groups
+	return c.index.Update(src, pub)
 }
 
 // resolveLocked resolves one group, hands its records to the publisher and
@@ -708,9 +705,7 @@ func (c *Controller) tellPublishedLocked(src string, pub *source.Publication) {
 		names = append(names, c.granted[g][src]...)
 	}
 	if len(names) == 0 {
-		if _, ok := c.told[src]; ok {
-			delete(c.told, src)
-		}
+		delete(c.told, src)
 		return
 	}
 	slices.Sort(names)
@@ -726,10 +721,11 @@ func (c *Controller) tellPublishedLocked(src string, pub *source.Publication) {
 		what = strings.Join(addrs, ", ")
 	}
 	msg := "published " + strings.Join(names, ", ") + ": " + what
-	if c.told[src] == msg {
+	h := maphash.String(c.toldSeed, msg)
+	if told, ok := c.told[src]; ok && told == h {
 		return
 	}
-	c.told[src] = msg
+	c.told[src] = h
 	c.event(&pub.Ref, corev1.EventTypeNormal, "Published", msg)
 }
 
@@ -758,7 +754,7 @@ func (c *Controller) reportLocked(src string) {
 		return
 	}
 	c.tellPublishedLocked(src, pub)
-	current := slices.Clone(c.found[src])
+	current := slices.Clone(pub.Problems)
 	for _, g := range c.index.GroupsOf(src) {
 		current = append(current, c.conflict[g][src]...)
 	}
