@@ -192,8 +192,8 @@ func labelsRead(z *ZoneConfig) (keys map[string]bool, all bool) {
 // before objects enter the caches, where it would otherwise make up most of
 // skylb's memory: managed fields, kubectl's copy of the applied object, owner
 // references, the labels of Services, EndpointSlices and Ingresses but for
-// those read (see labelsRead), the Service spec but for type, class, ports
-// and IP families, Ingress paths and backends, EndpointSlice topology and
+// those read (see labelsRead), the Service spec but for type, class, IP
+// families and the name and number of the first port, Ingress paths and backends, EndpointSlice topology and
 // target references, and the Node status but for addresses and conditions.
 // skylb never writes a cached object back: Service status is written as a
 // patch of the status alone. Whatever starts reading one of these fields must
@@ -227,10 +227,14 @@ func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
 		switch o := obj.(type) {
 		case *corev1.Service:
 			o.Labels = keepLabels(o.Labels, "")
-			o.Spec = corev1.ServiceSpec{
-				Type: o.Spec.Type, LoadBalancerClass: o.Spec.LoadBalancerClass,
-				Ports: o.Spec.Ports, IPFamilies: o.Spec.IPFamilies,
+			spec := corev1.ServiceSpec{
+				Type: o.Spec.Type, LoadBalancerClass: o.Spec.LoadBalancerClass, IPFamilies: o.Spec.IPFamilies,
 			}
+			if len(o.Spec.Ports) > 0 {
+				p := o.Spec.Ports[0]
+				spec.Ports = []corev1.ServicePort{{Name: p.Name, Port: p.Port}}
+			}
+			o.Spec = spec
 		case *networkingv1.Ingress:
 			o.Labels = nil
 			o.Spec.DefaultBackend = nil
