@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs all of skylb's tests: formatting and vet, the unit and integration tests
-# (a real etcd in-process), and the end-to-end suite on the real local stack
-# (etcd, kube-apiserver, kube-controller-manager, CoreDNS, skylb).
+# (a real etcd in-process), the end-to-end suite on the real local stack
+# (etcd, kube-apiserver, kube-controller-manager, CoreDNS, skylb), and a smoke
+# run of the benchmarks.
 # It installs what it needs first: Debian's dig and openssl, and the pinned
 # binaries built from Go modules into bin/ (cached; the first build takes
 # several minutes).
@@ -42,3 +43,11 @@ done
 step "end-to-end tests on the local stack"
 # One package at a time: each starts its own stack.
 go test -count=1 -p 1 -timeout 20m ./test/...
+
+step "benchmark harness, once"
+# Each micro-benchmark once, then the stack benchmark's quick mode (about 40
+# seconds), so that a broken harness fails here and not on the next full run.
+# --strict fails on a broken invariant (a restart that writes keys, a change
+# that writes other names, idle range reads); timings never fail it.
+go test -count=1 -run='^$' -bench=. -benchtime=1x ./internal/skydns ./internal/source ./internal/publish ./internal/controller
+scripts/bench.sh --quick --strict --out .bench/quick.json
