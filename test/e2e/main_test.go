@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/skylb/skylb/test/stack"
 )
@@ -278,12 +279,17 @@ func deploy(t *testing.T, ns, name string, replicas int32, onNode string) {
 
 func scale(t *testing.T, ns, name string, replicas int32) {
 	t.Helper()
-	s, err := st.Kube.AppsV1().Deployments(ns).GetScale(ctxT(t), name, metav1.GetOptions{})
+	// kube-controller-manager writes the Deployment's status meanwhile.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := st.Kube.AppsV1().Deployments(ns).GetScale(ctxT(t), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Replicas = replicas
+		_, err = st.Kube.AppsV1().Deployments(ns).UpdateScale(ctxT(t), name, s, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	s.Spec.Replicas = replicas
-	if _, err := st.Kube.AppsV1().Deployments(ns).UpdateScale(ctxT(t), name, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
