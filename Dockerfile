@@ -14,8 +14,12 @@ COPY internal/ internal/
 ARG TARGETOS=linux
 ARG TARGETARCH=amd64
 ARG VERSION=dev
+# grpcnotrace leaves out gRPC's golang.org/x/net/trace, which skylb never
+# serves: it links html/template, whose calls of methods by name keep every
+# exported method of every linked type in the binary (64 MB instead of 37 MB,
+# and 14 MiB more of it in memory).
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-	go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/skylb . && \
+	go build -trimpath -tags grpcnotrace -ldflags "-s -w -X main.version=${VERSION}" -o /out/skylb . && \
 	if [ "$TARGETOS/$TARGETARCH" = "$(go env GOHOSTOS)/$(go env GOHOSTARCH)" ]; then /out/skylb --version; fi
 
 FROM gcr.io/distroless/static:nonroot

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs all of skylb's tests: formatting and vet, the unit and integration tests
 # (a real etcd in-process), the end-to-end suite on the real local stack
-# (etcd, kube-apiserver, kube-controller-manager, CoreDNS, skylb), and the
-# fault-injection suite (scripts/chaos.sh).
+# (etcd, kube-apiserver, kube-controller-manager, CoreDNS, skylb), the
+# fault-injection suite (scripts/chaos.sh) and a smoke run of the benchmarks.
 # It installs what it needs first: Debian's dig and openssl, and the pinned
 # binaries built from Go modules into bin/ (cached; the first build takes
 # several minutes).
@@ -47,3 +47,11 @@ go test -count=1 -p 1 -timeout 20m $(go list ./test/... | grep -v '/test/chaos$'
 
 step "fault injection (three-member etcd cluster)"
 scripts/chaos.sh
+
+step "benchmark harness, once"
+# Each micro-benchmark once, then the stack benchmark's quick mode (about 40
+# seconds), so that a broken harness fails here and not on the next full run.
+# --strict fails on a broken invariant (a restart that writes keys, a change
+# that writes other names, idle range reads); timings never fail it.
+go test -count=1 -run='^$' -bench=. -benchtime=1x ./internal/skydns ./internal/source ./internal/publish ./internal/controller
+scripts/bench.sh --quick --strict --out .bench/quick.json

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net/netip"
 	"slices"
 	"strings"
@@ -86,20 +87,25 @@ type Controller struct {
 	factory   informers.SharedInformerFactory
 	services  corelisters.ServiceLister
 	ingresses networkinglisters.IngressLister
-	synced    []cache.InformerSynced
-	queue     workqueue.TypedRateLimitingInterface[string]
+	// synced report, one per event handler, that the informer's cache has
+	// synced and the handler has been given every object of the initial
+	// list, which it does not queue: the first full pass covers them.
+	synced []cache.InformerSynced
+	queue  workqueue.TypedRateLimitingInterface[string]
 	// statusQueue holds the Services ("namespace/name") whose status is to
 	// be written; see queueStatus.
 	statusQueue workqueue.TypedRateLimitingInterface[string]
 
 	mu       sync.Mutex
 	index    *claim.Index
-	found    map[string][]source.Problem            // by source: problems found reading the object
 	conflict map[string]map[string][]source.Problem // by group, then source: problems of resolution
 	reported map[string][]source.Problem            // by source: problems already told as Events
 	granted  map[string]map[string][]string         // by group, then source: names published
-	told     map[string]string                      // by source: the Published Event last sent
-	failOpen map[string]bool                        // sources publishing all addresses, none being healthy
+	// told holds, by source, a hash of the Published Event last sent: one
+	// message per object would be a megabyte at ten thousand objects.
+	told     map[string]uint64
+	toldSeed maphash.Seed
+	failOpen map[string]bool // sources publishing all addresses, none being healthy
 	ready    bool
 
 	observedMu sync.Mutex
@@ -156,10 +162,6 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		factory:   factory,
 		services:  svcInformer.Lister(),
 		ingresses: ingInformer.Lister(),
-		synced: []cache.InformerSynced{
-			svcInformer.Informer().HasSynced, ingInformer.Informer().HasSynced,
-			sliceInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced,
-		},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb"}),
@@ -167,11 +169,11 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb-status"}),
 		index:    claim.NewIndex(cfg.Source.MaxAddresses),
-		found:    make(map[string][]source.Problem),
 		conflict: make(map[string]map[string][]source.Problem),
 		reported: make(map[string][]source.Problem),
 		granted:  make(map[string]map[string][]string),
-		told:     make(map[string]string),
+		told:     make(map[string]uint64),
+		toldSeed: maphash.MakeSeed(),
 		failOpen: make(map[string]bool),
 		observed: make(map[string]time.Time),
 		chosen:   make(map[string]netip.Addr),
@@ -212,8 +214,8 @@ func labelsRead(z *ZoneConfig) (keys map[string]bool, all bool) {
 // before objects enter the caches, where it would otherwise make up most of
 // skylb's memory: managed fields, kubectl's copy of the applied object, owner
 // references, the labels of Services, EndpointSlices and Ingresses but for
-// those read (see labelsRead), the Service spec but for type, class, ports
-// and IP families, Ingress paths and backends, EndpointSlice topology and
+// those read (see labelsRead), the Service spec but for type, class, IP families
+// and the name, number and protocol of each port, Ingress paths and backends, EndpointSlice topology and
 // target references, the Node status but for addresses and conditions, the
 // rules of routes, the parent statuses of routes but for acceptance, and of
 // Gateways all but their listeners' names, hostnames, ports, protocols and
@@ -250,10 +252,15 @@ func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
 		switch o := obj.(type) {
 		case *corev1.Service:
 			o.Labels = keepLabels(o.Labels, "")
-			o.Spec = corev1.ServiceSpec{
-				Type: o.Spec.Type, LoadBalancerClass: o.Spec.LoadBalancerClass,
-				Ports: o.Spec.Ports, IPFamilies: o.Spec.IPFamilies,
+			spec := corev1.ServiceSpec{
+				Type: o.Spec.Type, LoadBalancerClass: o.Spec.LoadBalancerClass, IPFamilies: o.Spec.IPFamilies,
 			}
+			// The first port is health-checked and matched in EndpointSlices;
+			// every named port is published as SRV records.
+			for _, p := range o.Spec.Ports {
+				spec.Ports = append(spec.Ports, corev1.ServicePort{Name: p.Name, Port: p.Port, Protocol: p.Protocol})
+			}
+			o.Spec = spec
 		case *networkingv1.Ingress:
 			o.Labels = nil
 			o.Spec.DefaultBackend = nil
@@ -328,7 +335,7 @@ func (c *Controller) handle(inf cache.SharedIndexInformer, kind string) {
 			c.serviceChanged(obj, key)
 		}
 	}
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: enqueue,
@@ -336,6 +343,7 @@ func (c *Controller) handle(inf cache.SharedIndexInformer, kind string) {
 	if err != nil {
 		panic(fmt.Sprintf("add %s event handler: %v", kind, err))
 	}
+	c.synced = append(c.synced, reg.HasSynced)
 }
 
 // serviceChanged enqueues what depends on a Service ("namespace/name")
@@ -369,20 +377,22 @@ func (c *Controller) handleSlices(inf cache.SharedIndexInformer) {
 			c.serviceChanged(svc, key)
 		}
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: enqueue,
-	}); err != nil {
+	})
+	if err != nil {
 		panic(fmt.Sprintf("add EndpointSlice event handler: %v", err))
 	}
+	c.synced = append(c.synced, reg.HasSynced)
 }
 
 // handleNodes enqueues every Service when a node changes in a way that changes
 // the addresses published for it: readiness, addresses, exclusion, deletion.
 func (c *Controller) handleNodes(inf cache.SharedIndexInformer) {
 	all := func(any) { c.enqueueAddressUsers() }
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: all,
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*corev1.Node)
@@ -393,9 +403,11 @@ func (c *Controller) handleNodes(inf cache.SharedIndexInformer) {
 			}
 		},
 		DeleteFunc: all,
-	}); err != nil {
+	})
+	if err != nil {
 		panic(fmt.Sprintf("add Node event handler: %v", err))
 	}
+	c.synced = append(c.synced, reg.HasSynced)
 }
 
 // enqueueAddressUsers enqueues every object whose addresses may come from
@@ -517,6 +529,13 @@ func (c *Controller) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// JitterUntil runs its function at once; the first full pass
+			// has just done what a resync would do.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait.Jitter(c.cfg.ResyncInterval, 0.1)):
+			}
 			wait.JitterUntilWithContext(ctx, c.resync, c.cfg.ResyncInterval, 0.1, false)
 		}()
 	}
@@ -746,13 +765,7 @@ func (c *Controller) applyLocked(src string, pub *source.Publication, observed t
 // updateLocked stores the publication of src (nil: none) and returns the
 // groups whose records may have changed.
 func (c *Controller) updateLocked(src string, pub *source.Publication) []string {
-	groups := c.index.Update(src, pub)
-	if pub == nil {
-		delete(c.found, src)
-	} else {
-		c.found[src] = pub.Problems
-	}
-	return groups
+	return c.index.Update(src, pub)
 }
 
 // resolveLocked resolves one group, hands its records to the publisher and
@@ -794,9 +807,7 @@ func (c *Controller) tellPublishedLocked(src string, pub *source.Publication) {
 		names = append(names, c.granted[g][src]...)
 	}
 	if len(names) == 0 {
-		if _, ok := c.told[src]; ok {
-			delete(c.told, src)
-		}
+		delete(c.told, src)
 		return
 	}
 	slices.Sort(names)
@@ -812,10 +823,11 @@ func (c *Controller) tellPublishedLocked(src string, pub *source.Publication) {
 		what = strings.Join(addrs, ", ")
 	}
 	msg := "published " + strings.Join(names, ", ") + ": " + what
-	if c.told[src] == msg {
+	h := maphash.String(c.toldSeed, msg)
+	if told, ok := c.told[src]; ok && told == h {
 		return
 	}
-	c.told[src] = msg
+	c.told[src] = h
 	c.event(&pub.Ref, corev1.EventTypeNormal, "Published", msg)
 }
 
@@ -844,7 +856,7 @@ func (c *Controller) reportLocked(src string) {
 		return
 	}
 	c.tellPublishedLocked(src, pub)
-	current := slices.Clone(c.found[src])
+	current := slices.Clone(pub.Problems)
 	for _, g := range c.index.GroupsOf(src) {
 		current = append(current, c.conflict[g][src]...)
 	}
