@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/skylb/skylb/test/stack"
 )
@@ -253,8 +254,15 @@ func TestIngressHosts(t *testing.T) {
 
 func expectEvent(t *testing.T, ns, object, reason, text string) {
 	t.Helper()
+	expectEventIn(t, st.Kube, ns, object, reason, text)
+}
+
+// expectEventIn waits for an Event of reason whose message contains text on
+// the named object, in the cluster of kube.
+func expectEventIn(t *testing.T, kube kubernetes.Interface, ns, object, reason, text string) {
+	t.Helper()
 	eventually(t, 10*time.Second, "event "+reason+" on "+ns+"/"+object, func() (bool, string) {
-		evs, err := st.Kube.CoreV1().Events(ns).List(ctxT(t), metav1.ListOptions{FieldSelector: "involvedObject.name=" + object})
+		evs, err := kube.CoreV1().Events(ns).List(ctxT(t), metav1.ListOptions{FieldSelector: "involvedObject.name=" + object})
 		if err != nil {
 			return false, err.Error()
 		}

@@ -100,20 +100,7 @@ func (s *site) remove(t *testing.T, name string) {
 // Service of the site.
 func (s *site) expectEvent(t *testing.T, object, reason, text string) {
 	t.Helper()
-	eventually(t, 10*time.Second, "event "+reason+" on "+object+" in "+s.owner, func() (bool, string) {
-		evs, err := s.Kube.CoreV1().Events("shop").List(ctxT(t), metav1.ListOptions{FieldSelector: "involvedObject.name=" + object})
-		if err != nil {
-			return false, err.Error()
-		}
-		var seen []string
-		for _, e := range evs.Items {
-			if e.Reason == reason && strings.Contains(e.Message, text) {
-				return true, ""
-			}
-			seen = append(seen, e.Reason+": "+e.Message)
-		}
-		return false, fmt.Sprintf("events: %q", seen)
-	})
+	expectEventIn(t, s.Kube, "shop", object, reason, text)
 }
 
 func TestSeveralClusters(t *testing.T) {
