@@ -179,8 +179,9 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		chosen:   make(map[string]netip.Addr),
 	}
 	c.prober = health.NewProber(cfg.HealthWorkers, c.healthChanged, cfg.ObserveProbe)
-	c.handle(svcInformer.Informer(), source.KindService)
-	c.handle(ingInformer.Informer(), source.KindIngress)
+	c.synced = append(c.synced,
+		c.handle(svcInformer.Informer(), source.KindService),
+		c.handle(ingInformer.Informer(), source.KindIngress))
 	c.handleSlices(sliceInformer.Informer())
 	c.handleNodes(nodeInformer.Informer())
 	if c.gw != nil {
@@ -323,7 +324,9 @@ func acceptance(parents []gatewayv1.RouteParentStatus) []gatewayv1.RouteParentSt
 	return parents
 }
 
-func (c *Controller) handle(inf cache.SharedIndexInformer, kind string) {
+// handle enqueues the objects of an informer as they change, and returns
+// whether the handler has been told of every object the informer listed.
+func (c *Controller) handle(inf cache.SharedIndexInformer, kind string) cache.InformerSynced {
 	enqueue := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 		if err != nil {
@@ -343,7 +346,7 @@ func (c *Controller) handle(inf cache.SharedIndexInformer, kind string) {
 	if err != nil {
 		panic(fmt.Sprintf("add %s event handler: %v", kind, err))
 	}
-	c.synced = append(c.synced, reg.HasSynced)
+	return reg.HasSynced
 }
 
 // serviceChanged enqueues what depends on a Service ("namespace/name")

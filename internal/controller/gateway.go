@@ -101,6 +101,8 @@ func (c *Controller) setupGateway() {
 		if err := k.informer.AddIndexers(cache.Indexers{byParent: parentIndex(k.route)}); err != nil {
 			panic(fmt.Sprintf("add %s index: %v", k.kind, err))
 		}
+		// Not in c.synced: these informers run only once discovery finds
+		// their resources (see startServed).
 		c.handle(k.informer, k.kind)
 	}
 }
