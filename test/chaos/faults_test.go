@@ -193,16 +193,21 @@ func leaderKill(t *faultT) {
 	}
 }
 
-// nameHosts returns the hosts stored under a name, read from etcd.
+// nameHosts returns the hosts of the records stored at a name, read from etcd;
+// not those beneath it, where its SRV records are.
 func nameHosts(ctx context.Context, c *clientv3.Client, name string) ([]string, error) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	kvs, err := dump(cctx, c, storedPath(name)+"/")
+	dir := storedPath(name) + "/"
+	kvs, err := dump(cctx, c, dir)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, v := range kvs {
+	for k, v := range kvs {
+		if strings.Contains(strings.TrimPrefix(k, dir), "/") {
+			continue
+		}
 		h := v[strings.Index(v, `"host":"`)+8:]
 		out = append(out, h[:strings.IndexByte(h, '"')])
 	}
