@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -16,6 +17,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/skylb/skylb/internal/publish"
@@ -374,16 +376,33 @@ func compaction(t *faultT) {
 		t.Fatalf("%v", err)
 	}
 	defer member.Resume()
-	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	// The paused member may be the leader: the two others then elect a new
+	// one, and a request made meanwhile times out. Each call is retried.
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if _, err := c.Delete(cctx, victim); err != nil {
+	if err := retry(cctx, func(ctx context.Context) error {
+		_, err := c.Delete(ctx, victim)
+		return err
+	}); err != nil {
 		t.Fatalf("delete %s: %v", victim, err)
 	}
-	resp, err := c.Put(cctx, ghost, fmt.Sprintf(`{"host":"192.0.2.99","ttl":30,"owner":%q,"source":"service/%s/ghost"}`, owner, ns))
-	if err != nil {
+	var rev int64
+	if err := retry(cctx, func(ctx context.Context) error {
+		resp, err := c.Put(ctx, ghost, fmt.Sprintf(`{"host":"192.0.2.99","ttl":30,"owner":%q,"source":"service/%s/ghost"}`, owner, ns))
+		if err == nil {
+			rev = resp.Header.Revision
+		}
+		return err
+	}); err != nil {
 		t.Fatalf("put %s: %v", ghost, err)
 	}
-	if _, err := c.Compact(cctx, resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+	if err := retry(cctx, func(ctx context.Context) error {
+		_, err := c.Compact(ctx, rev, clientv3.WithCompactPhysical())
+		if errors.Is(err, rpctypes.ErrCompacted) {
+			return nil // an earlier attempt did it
+		}
+		return err
+	}); err != nil {
 		t.Fatalf("compact: %v", err)
 	}
 	if err := member.Kill(); err != nil {
@@ -393,7 +412,7 @@ func compaction(t *faultT) {
 		t.Fatalf("%v", err)
 	}
 	end := time.Now()
-	t.Notef("compacted at revision %d while skylb and %s were paused", resp.Header.Revision, m.Name)
+	t.Notef("compacted at revision %d while skylb and %s were paused", rev, m.Name)
 	settle(ctx, t, end, []string{ghostName})
 	if relists, err := scrape(ctx, "skylb_etcd_relists_total"); err != nil || relists <= relists0 {
 		t.Errorf("skylb_etcd_relists_total %v -> %v (%v): skylb did not list again", relists0, relists, err)

@@ -122,6 +122,24 @@ func parallel(n, workers int, f func(i int) error) error {
 	return first
 }
 
+// retry calls f, each time with at most 5 s, until it succeeds or ctx ends;
+// it returns the last error.
+func retry(ctx context.Context, f func(ctx context.Context) error) error {
+	for {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := f(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // --- skylb -------------------------------------------------------------------
 
 // scrape returns the value of a metric without labels on skylb's /metrics.
