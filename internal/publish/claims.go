@@ -22,13 +22,16 @@ import (
 // records, and deletes it in the one that removes them; the claim carries the
 // records' lease, so it expires with them. claim.Arbitrate decides from the
 // claims: the earliest holds the name, later shared claims join a shared one,
-// the others wait. Every transaction that writes records of a name carries
+// the others wait. claim.Nested then refuses a name nested with another
+// cluster's older claim (see nested.go). Every transaction that writes records of a name carries
 // conditions that fail it when the claims it was decided on have changed:
 //
-//   - a new claim: no claim on the name was created after the claims were
-//     read, so two clusters claiming at once cannot both win;
-//   - any grant: the claims ranked before this cluster's are unchanged, so a
-//     shared name its first holder makes exclusive is not written.
+//   - a new claim: no claim on the name or on one of its ancestors was
+//     created after the claims were read, so two clusters claiming at once
+//     cannot both win;
+//   - any grant: the claims ranked before this cluster's, on the name and on
+//     its ancestors, are unchanged, so a shared name its first holder makes
+//     exclusive is not written.
 //
 // A refused transaction is retried once the watch has delivered the change,
 // and is then decided again.
@@ -99,20 +102,26 @@ func (p *Publisher) putClaimLocked(stored string, e claimEntry) {
 		list[i] = e
 		return
 	}
+	hadAny, hadForeign := len(list) > 0, p.foreignIn(list)
 	p.claims[stored] = slices.Insert(list, i, e)
+	p.indexClaimLocked(stored, hadAny, hadForeign)
 }
 
 // removeClaimLocked drops owner's claim on stored from the view.
 func (p *Publisher) removeClaimLocked(stored, owner string) {
 	list := p.claims[stored]
-	if i, found := slices.BinarySearchFunc(list, owner, cmpOwner); found {
-		list = slices.Delete(list, i, i+1)
-	}
-	if len(list) == 0 {
-		delete(p.claims, stored)
+	i, found := slices.BinarySearchFunc(list, owner, cmpOwner)
+	if !found {
 		return
 	}
-	p.claims[stored] = list
+	hadForeign := p.foreignIn(list)
+	list = slices.Delete(list, i, i+1)
+	if len(list) == 0 {
+		delete(p.claims, stored)
+	} else {
+		p.claims[stored] = list
+	}
+	p.indexClaimLocked(stored, true, hadForeign)
 }
 
 // ownClaimLocked returns this cluster's claim on stored, or nil.
@@ -146,7 +155,7 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 	for _, e := range others {
 		claims = append(claims, claim.ClusterClaim{Owner: e.owner, Shared: e.shared, Created: e.created})
 	}
-	granted, holders := claim.Arbitrate(p.cfg.Owner, n.shared, claims)
+	granted, holders := claim.Decide(p.cfg.Owner, n.shared, claims, p.nestedLocked(c.name, n))
 	p.tellLocked(c.name, &verdict{granted: granted, holders: holders})
 
 	value := p.encodeClaim(n.shared)
@@ -172,6 +181,7 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 			c.cmps = append(c.cmps, clientv3.Compare(clientv3.ModRevision(p.claimKey(c.name, e.owner)), "=", e.modRev))
 		}
 	}
+	p.nestedCmpsLocked(c, own)
 	return true
 }
 
@@ -259,6 +269,9 @@ func (p *Publisher) applyClaims(events []*clientv3.Event, rev int64) {
 		}
 		if p.names[stored] != nil {
 			p.markLocked(stored)
+		}
+		if owner != p.cfg.Owner {
+			p.markNestedLocked(stored)
 		}
 	}
 	p.claimsRev = max(p.claimsRev, rev)

@@ -223,8 +223,11 @@ type Publisher struct {
 	claimDir  string                  // ClaimPrefix with a trailing slash; empty: no claims
 	claims    map[string][]claimEntry // stored name -> claims, sorted by owner
 	claimsRev int64                   // revision the claims are current at
-	verdicts  map[string]verdict      // stored name -> last decision on its claim
-	pending   []toldVerdict           // decisions not yet told to OnClaim
+	// below and foreignBelow index the claimed names beneath each ancestor:
+	// all of them, and those claimed by another cluster (see nested.go).
+	below, foreignBelow map[string]nameSet
+	verdicts            map[string]verdict // stored name -> last decision on its claim
+	pending             []toldVerdict      // decisions not yet told to OnClaim
 
 	// lease is the lease every key is written with: 0 without RecordExpiry,
 	// and while none is held (see lease.go).
@@ -240,17 +243,19 @@ type tomb struct {
 func New(client *clientv3.Client, cfg Config) *Publisher {
 	cfg.defaults()
 	p := &Publisher{
-		cfg:       cfg,
-		client:    client,
-		dir:       trimSlash(cfg.Prefix) + "/",
-		names:     make(map[string]*name),
-		dirty:     make(map[string]bool),
-		since:     make(map[string]time.Time),
-		wake:      make(chan struct{}, 1),
-		leaseWake: make(chan struct{}, 1),
-		active:    !cfg.Inactive,
-		claims:    make(map[string][]claimEntry),
-		verdicts:  make(map[string]verdict),
+		cfg:          cfg,
+		client:       client,
+		dir:          trimSlash(cfg.Prefix) + "/",
+		names:        make(map[string]*name),
+		dirty:        make(map[string]bool),
+		since:        make(map[string]time.Time),
+		wake:         make(chan struct{}, 1),
+		leaseWake:    make(chan struct{}, 1),
+		active:       !cfg.Inactive,
+		claims:       make(map[string][]claimEntry),
+		below:        make(map[string]nameSet),
+		foreignBelow: make(map[string]nameSet),
+		verdicts:     make(map[string]verdict),
 	}
 	if cfg.ClaimPrefix != "" {
 		p.claimDir = trimSlash(cfg.ClaimPrefix) + "/"
@@ -288,8 +293,14 @@ func (p *Publisher) Set(stored string, w Want) {
 		n.shared == w.Shared && n.unclaimed == w.Unclaimed {
 		return
 	}
+	shared := p.sharesLocked(stored)
 	n.records = slices.Clip(slices.Clone(records))
 	n.shared, n.unclaimed = w.Shared, w.Unclaimed
+	if p.sharesLocked(stored) != shared && p.foreignIn(p.claims[stored]) {
+		// Names beneath another cluster's claim may join it only while
+		// this cluster shares the name too.
+		p.markBelowLocked(stored)
+	}
 	if t, ok := p.since[stored]; !w.Observed.IsZero() && (!ok || w.Observed.Before(t)) {
 		p.since[stored] = w.Observed
 	}
@@ -487,6 +498,7 @@ type change struct {
 	observed time.Time // when the Kubernetes change behind it was seen, or zero
 	ops      []clientv3.Op
 	cmps     []clientv3.Cmp // conditions of the name's claim
+	above    []above        // ancestors on which no claim may have been created (see nested.go)
 	lease    int64          // the lease of the puts
 	puts     []want
 	dels     []string
@@ -530,6 +542,7 @@ func (p *Publisher) flush(ctx context.Context) error {
 		failMu   sync.Mutex
 		failed   error
 		inFlight = make(chan struct{}, p.cfg.MaxTxnsInFlight)
+		asked    = make(map[string]bool)
 	)
 	stopped := func() bool {
 		failMu.Lock()
@@ -551,10 +564,25 @@ func (p *Publisher) flush(ctx context.Context) error {
 	for len(changes) > 0 {
 		// etcd limits the operations and the conditions of a transaction
 		// each; the guard's conditions take a few.
+		// Names of a batch share most ancestors, which are asked about once.
 		n, ops, cmps := 0, 0, guardCmps
-		for n < len(changes) && (n == 0 || ops+len(changes[n].ops) <= p.cfg.MaxTxnOps && cmps+len(changes[n].cmps) <= p.cfg.MaxTxnOps) {
-			ops += len(changes[n].ops)
-			cmps += len(changes[n].cmps)
+		clear(asked)
+		for n < len(changes) {
+			c := &changes[n]
+			more := len(c.cmps)
+			for _, a := range c.above {
+				if !asked[a.name] {
+					more++
+				}
+			}
+			if n > 0 && (ops+len(c.ops) > p.cfg.MaxTxnOps || cmps+more > p.cfg.MaxTxnOps) {
+				break
+			}
+			for _, a := range c.above {
+				asked[a.name] = true
+			}
+			ops += len(c.ops)
+			cmps += more
 			n++
 		}
 		batch := changes[:n:n]
@@ -708,6 +736,7 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 		ops = append(ops, c.ops...)
 		cmps = append(cmps, c.cmps...)
 	}
+	cmps = append(cmps, p.aboveCmps(batch)...)
 	// A dry run records its changes in the view as if they were written, at
 	// revision 0 so that anything etcd reports supersedes them: each change is
 	// then logged and counted once.
