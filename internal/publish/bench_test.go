@@ -110,6 +110,9 @@ func BenchmarkFlush(b *testing.B) {
 				b.StopTimer()
 				cancel()
 				<-done
+				st := p.Stats()
+				b.ReportMetric(float64(st.Txns), "txns/op")
+				b.ReportMetric(float64(st.TxnErrors), "refused-txns/op")
 				b.StartTimer()
 			}
 		})

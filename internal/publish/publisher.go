@@ -520,7 +520,7 @@ func (p *Publisher) flush(ctx context.Context) error {
 	for stored := range p.dirty {
 		names = append(names, stored)
 	}
-	slices.Sort(names)
+	slices.SortFunc(names, compareFromRight)
 	var changes []change
 	for _, stored := range names {
 		if c, ok := p.diffLocked(stored); ok {
@@ -620,6 +620,27 @@ func (p *Publisher) flush(ctx context.Context) error {
 	p.idle.Broadcast()
 	p.mu.Unlock()
 	return failed
+}
+
+// compareFromRight orders stored names by their labels from the right, as
+// their keys are stored, so that the names of one parent come together: the
+// transactions of a flush then ask about few ancestors each (see nested.go).
+func compareFromRight(a, b string) int {
+	for {
+		i, j := strings.LastIndexByte(a, '.'), strings.LastIndexByte(b, '.')
+		if c := strings.Compare(a[i+1:], b[j+1:]); c != 0 {
+			return c
+		}
+		switch {
+		case i < 0 && j < 0:
+			return 0
+		case i < 0:
+			return -1
+		case j < 0:
+			return 1
+		}
+		a, b = a[:i], b[:j]
+	}
 }
 
 // diffLocked computes the change of one name, dropping names that need nothing.
