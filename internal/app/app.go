@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/skylb/skylb/internal/claim"
 	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/health"
@@ -113,8 +114,8 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	// The controller tells the objects of a name another cluster holds; the
 	// publisher calls it only once it runs, after the controller exists.
 	var ctrl *controller.Controller
-	pubCfg.OnClaim = func(stored string, granted bool, holders []string) {
-		ctrl.ClusterClaim(stored, granted, holders)
+	pubCfg.OnClaim = func(stored string, d claim.Decision) {
+		ctrl.ClusterClaim(stored, d)
 	}
 	pub := publish.New(etcd, pubCfg)
 

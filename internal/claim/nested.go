@@ -48,27 +48,30 @@ func Nested(owner string, created int64, nested []NestedClaim) []string {
 	return holders
 }
 
+// Decision is what Decide decided on a name.
+type Decision struct {
+	Granted bool
+	// Holders are the owners holding the name itself, Nested those holding a
+	// name nested with it; both are empty when the name is granted.
+	Holders, Nested []string
+}
+
 // Decide decides whether owner may publish a name: Arbitrate on the claims on
-// the name itself, then Nested on the claims on names nested with it. It
-// returns whether owner is granted the name and, when it is not, the owners
-// holding it or a name nested with it, Arbitrate's first.
-func Decide(owner string, shared bool, claims []ClusterClaim, nested []NestedClaim) (bool, []string) {
+// the name itself, then Nested on the claims on names nested with it.
+func Decide(owner string, shared bool, claims []ClusterClaim, nested []NestedClaim) Decision {
 	granted, holders := Arbitrate(owner, shared, claims)
-	if len(nested) == 0 {
-		return granted, holders
-	}
 	var created int64
 	for _, c := range claims {
 		if c.Owner == owner {
 			created = c.Created
 		}
 	}
-	for _, h := range Nested(owner, created, nested) {
-		if !slices.Contains(holders, h) {
-			holders = append(holders, h)
-		}
+	d := Decision{Holders: holders}
+	if len(nested) > 0 {
+		d.Nested = Nested(owner, created, nested)
 	}
-	return len(holders) == 0, holders
+	d.Granted = granted && len(d.Nested) == 0
+	return d
 }
 
 // Ancestors yields the strict ancestors of a name, nearest first:

@@ -71,40 +71,39 @@ func TestNested(t *testing.T) {
 func TestDecide(t *testing.T) {
 	older := NestedClaim{ClusterClaim: ClusterClaim{Owner: "c", Created: 2}}
 	tests := []struct {
-		name    string
-		shared  bool
-		claims  []ClusterClaim
-		nested  []NestedClaim
-		granted bool
-		holders []string
+		name   string
+		shared bool
+		claims []ClusterClaim
+		nested []NestedClaim
+		want   Decision
 	}{
-		{name: "nothing claimed", granted: true},
-		{name: "a new name beneath another cluster's", nested: []NestedClaim{older}, holders: []string{"c"}},
+		{name: "nothing claimed", want: Decision{Granted: true}},
+		{name: "a new name beneath another cluster's", nested: []NestedClaim{older}, want: Decision{Nested: []string{"c"}}},
 		{
-			name:    "an older own claim holds against a younger nested one",
-			claims:  []ClusterClaim{{Owner: "a", Created: 5}},
-			nested:  []NestedClaim{{ClusterClaim: ClusterClaim{Owner: "c", Created: 6}}},
-			granted: true,
+			name:   "an older own claim holds against a younger nested one",
+			claims: []ClusterClaim{{Owner: "a", Created: 5}},
+			nested: []NestedClaim{{ClusterClaim: ClusterClaim{Owner: "c", Created: 6}}},
+			want:   Decision{Granted: true},
 		},
 		{
-			name:    "the name's holder first, then the nested ones",
-			claims:  []ClusterClaim{{Owner: "b", Created: 1}, {Owner: "a", Created: 5}},
-			nested:  []NestedClaim{older, {ClusterClaim: ClusterClaim{Owner: "b", Created: 3}}},
-			holders: []string{"b", "c"},
+			name:   "held and nested",
+			claims: []ClusterClaim{{Owner: "b", Created: 1}, {Owner: "a", Created: 5}},
+			nested: []NestedClaim{older, {ClusterClaim: ClusterClaim{Owner: "b", Created: 3}}},
+			want:   Decision{Holders: []string{"b"}, Nested: []string{"b", "c"}},
 		},
 		{
-			name:    "a shared name joined, and nested beneath an older one",
-			shared:  true,
-			claims:  []ClusterClaim{{Owner: "b", Created: 1, Shared: true}, {Owner: "a", Created: 5}},
-			nested:  []NestedClaim{older},
-			holders: []string{"c"},
+			name:   "a shared name joined, and nested beneath an older one",
+			shared: true,
+			claims: []ClusterClaim{{Owner: "b", Created: 1, Shared: true}, {Owner: "a", Created: 5}},
+			nested: []NestedClaim{older},
+			want:   Decision{Nested: []string{"c"}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			granted, holders := Decide("a", tt.shared, tt.claims, tt.nested)
-			if granted != tt.granted || !slices.Equal(holders, tt.holders) {
-				t.Errorf("Decide() = %v, %q; want %v, %q", granted, holders, tt.granted, tt.holders)
+			got := Decide("a", tt.shared, tt.claims, tt.nested)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Decide() (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -52,12 +52,6 @@ type claimValue struct {
 	Shared bool   `json:"shared,omitempty"`
 }
 
-// verdict is the last decision told for a claimed name.
-type verdict struct {
-	granted bool
-	holders []string
-}
-
 // claiming reports whether names are claimed.
 func (p *Publisher) claiming() bool { return p.claimDir != "" }
 
@@ -155,8 +149,8 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 	for _, e := range others {
 		claims = append(claims, claim.ClusterClaim{Owner: e.owner, Shared: e.shared, Created: e.created})
 	}
-	granted, holders := claim.Decide(p.cfg.Owner, n.shared, claims, p.nestedLocked(c.name, n))
-	p.tellLocked(c.name, &verdict{granted: granted, holders: holders})
+	d := claim.Decide(p.cfg.Owner, n.shared, claims, p.nestedLocked(c.name, n))
+	p.tellLocked(c.name, &d)
 
 	value := p.encodeClaim(n.shared)
 	if own == nil || !bytes.Equal(own.value, value) || own.lease != p.lease {
@@ -164,7 +158,7 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 		c.ops = append(c.ops, clientv3.OpPut(key, string(value), clientv3.WithLease(clientv3.LeaseID(p.lease))))
 		c.claimPut = value
 	}
-	if !granted {
+	if !d.Granted {
 		return false
 	}
 	if own == nil {
@@ -187,36 +181,36 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 
 // tellLocked remembers the decision on a name (nil: no longer claimed) and
 // queues it for OnClaim when it changed.
-func (p *Publisher) tellLocked(stored string, v *verdict) {
+func (p *Publisher) tellLocked(stored string, d *claim.Decision) {
 	old, had := p.verdicts[stored]
-	if v == nil {
+	if d == nil {
 		if had {
 			delete(p.verdicts, stored)
-			if !old.granted {
+			if !old.Granted {
 				p.refused.Add(-1)
 			}
 		}
 		return
 	}
-	if had && old.granted == v.granted && slices.Equal(old.holders, v.holders) {
+	if had && old.Granted == d.Granted && slices.Equal(old.Holders, d.Holders) && slices.Equal(old.Nested, d.Nested) {
 		return
 	}
-	if had && !old.granted {
+	if had && !old.Granted {
 		p.refused.Add(-1)
 	}
-	if !v.granted {
+	if !d.Granted {
 		p.refused.Add(1)
 	}
-	p.verdicts[stored] = *v
-	if p.cfg.OnClaim != nil && (had || !v.granted) {
-		p.pending = append(p.pending, toldVerdict{stored: stored, verdict: *v})
+	p.verdicts[stored] = *d
+	if p.cfg.OnClaim != nil && (had || !d.Granted) {
+		p.pending = append(p.pending, toldDecision{stored: stored, Decision: *d})
 	}
 }
 
-// toldVerdict is a decision waiting to be told to OnClaim.
-type toldVerdict struct {
+// toldDecision is a decision waiting to be told to OnClaim.
+type toldDecision struct {
 	stored string
-	verdict
+	claim.Decision
 }
 
 // tellPending calls OnClaim for the decisions made since the last call.
@@ -226,7 +220,7 @@ func (p *Publisher) tellPending() {
 	p.pending = nil
 	p.mu.Unlock()
 	for _, t := range pending {
-		p.cfg.OnClaim(t.stored, t.granted, t.holders)
+		p.cfg.OnClaim(t.stored, t.Decision)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/skylb/skylb/internal/claim"
 	"github.com/skylb/skylb/internal/etcdtest"
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/skydns"
@@ -23,7 +24,7 @@ type cluster struct {
 	stop  func()
 
 	mu       sync.Mutex
-	verdicts map[string]string // stored name -> "granted" or "refused by <holders>"
+	verdicts map[string]string // stored name -> "granted", "refused by <holders>" or "refused beside <holders of nested names>"
 }
 
 // startCluster runs a publisher with owner id owner and claims under
@@ -34,12 +35,15 @@ func startCluster(t *testing.T, c *clientv3.Client, owner string, expiry time.Du
 	cl.pub = publish.New(c, publish.Config{
 		Prefix: "/skydns", Owner: owner, Timeout: 2 * time.Second, Log: quietLog(),
 		ClaimPrefix: "/skylb/claims", RecordExpiry: expiry,
-		OnClaim: func(stored string, granted bool, holders []string) {
+		OnClaim: func(stored string, d claim.Decision) {
 			cl.mu.Lock()
 			defer cl.mu.Unlock()
 			cl.verdicts[stored] = "granted"
-			if !granted {
-				cl.verdicts[stored] = "refused by " + strings.Join(holders, ",")
+			if !d.Granted {
+				cl.verdicts[stored] = "refused by " + strings.Join(d.Holders, ",")
+			}
+			if len(d.Nested) > 0 {
+				cl.verdicts[stored] = "refused beside " + strings.Join(d.Nested, ",")
 			}
 		},
 	})
@@ -309,8 +313,8 @@ func TestClustersNameBeneathAnotherClustersIsRefused(t *testing.T) {
 	waitIdle(t, a.pub)
 	b.set(lower, "192.0.2.2", false)
 	waitIdle(t, b.pub)
-	if got := b.verdict(lower); got != "refused by east" {
-		t.Errorf("west's verdict on %s = %q, want refused by east", lower, got)
+	if got := b.verdict(lower); got != "refused beside east" {
+		t.Errorf("west's verdict on %s = %q, want refused beside east", lower, got)
 	}
 	// CoreDNS answers x.example.org with everything beneath it.
 	if got := hosts(t, c, upper); !slices.Equal(got, []string{"east=192.0.2.1"}) {
@@ -342,13 +346,10 @@ func TestClustersNameAboveAnotherClustersIsRefused(t *testing.T) {
 	b.set(lower, "192.0.2.2", false)
 	waitIdle(t, b.pub)
 	a.set(upper, "192.0.2.1", false)
-	waitIdle(t, a.pub)
-	if got := a.verdict(upper); got != "refused by west" {
-		t.Errorf("east's verdict on %s = %q, want refused by west", upper, got)
-	}
-	if got := hosts(t, c, upper); !slices.Equal(got, []string{"west=192.0.2.2"}) {
-		t.Errorf("records at and beneath %s = %q, want only west's", upper, got)
-	}
+	// East may publish before its watch has brought west's claim beneath;
+	// then it withdraws.
+	equalEventually(t, "records at and beneath "+upper, func() []string { return hosts(t, c, upper) }, "west=192.0.2.2")
+	equalEventually(t, "east's verdict on "+upper, func() []string { return []string{a.verdict(upper)} }, "refused beside west")
 	if got := claimsOf(t, c, upper); !slices.Equal(got, []string{"east"}) {
 		t.Errorf("claims on %s = %q, want east's waiting one", upper, got)
 	}
@@ -384,8 +385,8 @@ func TestClustersNestBeneathANameBothShare(t *testing.T) {
 	// East no longer sharing the name takes back what is beneath it too.
 	a.set(upper, "192.0.2.1", false)
 	equalEventually(t, "records after east stops sharing", func() []string { return hosts(t, c, upper) }, "east=192.0.2.1", "east=192.0.2.1")
-	if got := b.verdict(lower); got != "refused by east" {
-		t.Errorf("west's verdict on %s = %q, want refused by east", lower, got)
+	if got := b.verdict(lower); got != "refused beside east" {
+		t.Errorf("west's verdict on %s = %q, want refused beside east", lower, got)
 	}
 }
 
@@ -428,12 +429,12 @@ func TestClustersRacingForNestedNamesHaveOneWinner(t *testing.T) {
 		var want string
 		switch got {
 		case "east=192.0.2.1":
-			want = "refused by east"
+			want = "refused beside east"
 			if v := b.verdict(lower(i)); v != want {
 				t.Errorf("%s: west's verdict = %q, want %q", lower(i), v, want)
 			}
 		case "west=192.0.2.2":
-			want = "refused by west"
+			want = "refused beside west"
 			if v := a.verdict(upper(i)); v != want {
 				t.Errorf("%s: east's verdict = %q, want %q", upper(i), v, want)
 			}

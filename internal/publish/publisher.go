@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/connectivity"
 
+	"github.com/skylb/skylb/internal/claim"
 	"github.com/skylb/skylb/internal/skydns"
 )
 
@@ -64,9 +65,9 @@ type Config struct {
 	// names they publish (see claims.go); empty claims nothing.
 	ClaimPrefix string
 	// OnClaim, when set, is told whenever the decision on a claimed name
-	// changes: granted, or refused with the owners holding it. It is called
-	// without the Publisher's lock held.
-	OnClaim func(stored string, granted bool, holders []string)
+	// changes: granted, or refused with the owners holding it or a name
+	// nested with it. It is called without the Publisher's lock held.
+	OnClaim func(stored string, d claim.Decision)
 	// RecordExpiry, when set, attaches every key to an etcd lease of this TTL
 	// that the Publisher keeps alive (see lease.go): the keys of a cluster
 	// whose skylb stops renewing it expire.
@@ -226,8 +227,8 @@ type Publisher struct {
 	// below and foreignBelow index the claimed names beneath each ancestor:
 	// all of them, and those claimed by another cluster (see nested.go).
 	below, foreignBelow map[string]nameSet
-	verdicts            map[string]verdict // stored name -> last decision on its claim
-	pending             []toldVerdict      // decisions not yet told to OnClaim
+	verdicts            map[string]claim.Decision // stored name -> last decision on its claim
+	pending             []toldDecision            // decisions not yet told to OnClaim
 
 	// lease is the lease every key is written with: 0 without RecordExpiry,
 	// and while none is held (see lease.go).
@@ -255,7 +256,7 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 		claims:       make(map[string][]claimEntry),
 		below:        make(map[string]nameSet),
 		foreignBelow: make(map[string]nameSet),
-		verdicts:     make(map[string]verdict),
+		verdicts:     make(map[string]claim.Decision),
 	}
 	if cfg.ClaimPrefix != "" {
 		p.claimDir = trimSlash(cfg.ClaimPrefix) + "/"
