@@ -51,8 +51,8 @@ func Nested(owner string, created int64, nested []NestedClaim) []string {
 // Decision is what Decide decided on a name.
 type Decision struct {
 	Granted bool
-	// Holders are the owners holding the name itself, Nested those holding a
-	// name nested with it; both are empty when the name is granted.
+	// Holders are the owners holding the name itself, Nested the others
+	// holding a name nested with it; both are empty when the name is granted.
 	Holders, Nested []string
 }
 
@@ -68,7 +68,10 @@ func Decide(owner string, shared bool, claims []ClusterClaim, nested []NestedCla
 	}
 	d := Decision{Holders: holders}
 	if len(nested) > 0 {
-		d.Nested = Nested(owner, created, nested)
+		d.Nested = slices.DeleteFunc(Nested(owner, created, nested), func(o string) bool { return slices.Contains(holders, o) })
+		if len(d.Nested) == 0 {
+			d.Nested = nil
+		}
 	}
 	d.Granted = granted && len(d.Nested) == 0
 	return d

@@ -86,10 +86,16 @@ func TestDecide(t *testing.T) {
 			want:   Decision{Granted: true},
 		},
 		{
-			name:   "held and nested",
+			name:   "held, and nested by another",
 			claims: []ClusterClaim{{Owner: "b", Created: 1}, {Owner: "a", Created: 5}},
 			nested: []NestedClaim{older, {ClusterClaim: ClusterClaim{Owner: "b", Created: 3}}},
-			want:   Decision{Holders: []string{"b"}, Nested: []string{"b", "c"}},
+			want:   Decision{Holders: []string{"b"}, Nested: []string{"c"}},
+		},
+		{
+			name:   "held, and nested by the same",
+			claims: []ClusterClaim{{Owner: "b", Created: 1}, {Owner: "a", Created: 5}},
+			nested: []NestedClaim{{ClusterClaim: ClusterClaim{Owner: "b", Created: 3}}},
+			want:   Decision{Holders: []string{"b"}},
 		},
 		{
 			name:   "a shared name joined, and nested beneath an older one",
