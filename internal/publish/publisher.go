@@ -109,7 +109,8 @@ type Stats struct {
 	WatchErrors int64
 	TxnErrors   int64
 	Relists     int64 // full lists of the prefix
-	// Refused is the number of names another cluster holds (see claims.go).
+	// Refused is the number of names another cluster holds, or holds a name
+	// nested with (see claims.go and nested.go).
 	Refused int64
 	// LeasesLost counts the record leases that expired under skylb.
 	LeasesLost int64
