@@ -1,6 +1,8 @@
 package publish
 
 import (
+	"strings"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/skylb/skylb/internal/claim"
@@ -30,15 +32,20 @@ type nameSet map[string]struct{}
 
 // indexClaimLocked records in the indexes of names beneath an ancestor that
 // stored has claims (any) and claims of other clusters (foreign), or no longer
-// has them.
+// has them. The index of all claimed names serves only to find this cluster's
+// names beneath another cluster's claim, so a cluster alone in its etcd never
+// builds it: it is built when the first claim of another cluster is seen.
 func (p *Publisher) indexClaimLocked(stored string, hadAny, hadForeign bool) {
 	list := p.claims[stored]
 	hasAny, hasForeign := len(list) > 0, p.foreignIn(list)
-	if hasAny != hadAny {
-		updateBelow(p.below, stored, hasAny)
-	}
 	if hasForeign != hadForeign {
 		updateBelow(p.foreignBelow, stored, hasForeign)
+	}
+	switch {
+	case p.below == nil && hasForeign:
+		p.buildBelowLocked()
+	case p.below != nil && hasAny != hadAny:
+		updateBelow(p.below, stored, hasAny)
 	}
 }
 
@@ -64,13 +71,24 @@ func updateBelow(index map[string]nameSet, stored string, add bool) {
 // reindexClaimsLocked builds the indexes of names beneath an ancestor from the
 // claims, after they were loaded.
 func (p *Publisher) reindexClaimsLocked() {
-	p.below = make(map[string]nameSet)
-	p.foreignBelow = make(map[string]nameSet)
+	p.below, p.foreignBelow = nil, make(map[string]nameSet)
+	foreign := false
 	for stored, list := range p.claims {
-		updateBelow(p.below, stored, true)
 		if p.foreignIn(list) {
 			updateBelow(p.foreignBelow, stored, true)
+			foreign = true
 		}
+	}
+	if foreign {
+		p.buildBelowLocked()
+	}
+}
+
+// buildBelowLocked indexes every claimed name beneath its ancestors.
+func (p *Publisher) buildBelowLocked() {
+	p.below = make(map[string]nameSet)
+	for stored := range p.claims {
+		updateBelow(p.below, stored, true)
 	}
 }
 
@@ -128,6 +146,9 @@ func (p *Publisher) nestedCmpsLocked(c *change, own *claimEntry) {
 	ownCreated := int64(1<<63 - 1)
 	if own != nil && own.created != 0 {
 		ownCreated = own.created
+	}
+	if own == nil {
+		c.above = make([]above, 0, strings.Count(c.name, "."))
 	}
 	for a := range claim.Ancestors(c.name) {
 		if own == nil {

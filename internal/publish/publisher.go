@@ -226,7 +226,8 @@ type Publisher struct {
 	claims    map[string][]claimEntry // stored name -> claims, sorted by owner
 	claimsRev int64                   // revision the claims are current at
 	// below and foreignBelow index the claimed names beneath each ancestor:
-	// all of them, and those claimed by another cluster (see nested.go).
+	// all of them (nil until another cluster's claim is seen), and those
+	// claimed by another cluster (see nested.go).
 	below, foreignBelow map[string]nameSet
 	verdicts            map[string]claim.Decision // stored name -> last decision on its claim
 	pending             []toldDecision            // decisions not yet told to OnClaim
@@ -255,7 +256,6 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 		leaseWake:    make(chan struct{}, 1),
 		active:       !cfg.Inactive,
 		claims:       make(map[string][]claimEntry),
-		below:        make(map[string]nameSet),
 		foreignBelow: make(map[string]nameSet),
 		verdicts:     make(map[string]claim.Decision),
 	}
