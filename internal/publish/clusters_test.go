@@ -333,6 +333,28 @@ func TestClustersNameBeneathAnotherClustersIsRefused(t *testing.T) {
 	}
 }
 
+func TestClustersStartingBeneathAnotherClustersNameWaits(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	a := startCluster(t, c, "east", 0)
+	const (
+		upper = "x.example.org"
+		lower = "a.x.example.org"
+	)
+	a.set(upper, "192.0.2.1", false)
+	waitIdle(t, a.pub)
+
+	// West reads east's claim when it loads, not from its watch.
+	b := startCluster(t, c, "west", 0)
+	b.set(lower, "192.0.2.2", false)
+	waitIdle(t, b.pub)
+	if got := b.verdict(lower); got != "refused beside east" {
+		t.Errorf("west's verdict on %s = %q, want refused beside east", lower, got)
+	}
+	a.pub.Set(upper, publish.Want{})
+	equalEventually(t, "records after east removes "+upper, func() []string { return hosts(t, c, upper) }, "west=192.0.2.2")
+}
+
 func TestClustersNameAboveAnotherClustersIsRefused(t *testing.T) {
 	srv := etcdtest.Start(t)
 	c := srv.NewClient(t)
