@@ -299,15 +299,21 @@ func leased(t *testing.T, c *clientv3.Client) int {
 	return n
 }
 
+// The names of the tests of nested names.
+const (
+	upper = "x.example.org"
+	lower = "a.x.example.org"
+)
+
+// eastAndWest starts an etcd and two clusters publishing into it.
+func eastAndWest(t *testing.T) (*clientv3.Client, *cluster, *cluster) {
+	t.Helper()
+	c := etcdtest.Start(t).NewClient(t)
+	return c, startCluster(t, c, "east", 0), startCluster(t, c, "west", 0)
+}
+
 func TestClustersNameBeneathAnotherClustersIsRefused(t *testing.T) {
-	srv := etcdtest.Start(t)
-	c := srv.NewClient(t)
-	a := startCluster(t, c, "east", 0)
-	b := startCluster(t, c, "west", 0)
-	const (
-		upper = "x.example.org"
-		lower = "a.x.example.org"
-	)
+	c, a, b := eastAndWest(t)
 
 	a.set(upper, "192.0.2.1", false)
 	waitIdle(t, a.pub)
@@ -337,10 +343,6 @@ func TestClustersStartingBeneathAnotherClustersNameWaits(t *testing.T) {
 	srv := etcdtest.Start(t)
 	c := srv.NewClient(t)
 	a := startCluster(t, c, "east", 0)
-	const (
-		upper = "x.example.org"
-		lower = "a.x.example.org"
-	)
 	a.set(upper, "192.0.2.1", false)
 	waitIdle(t, a.pub)
 
@@ -356,14 +358,7 @@ func TestClustersStartingBeneathAnotherClustersNameWaits(t *testing.T) {
 }
 
 func TestClustersNameAboveAnotherClustersIsRefused(t *testing.T) {
-	srv := etcdtest.Start(t)
-	c := srv.NewClient(t)
-	a := startCluster(t, c, "east", 0)
-	b := startCluster(t, c, "west", 0)
-	const (
-		upper = "x.example.org"
-		lower = "a.x.example.org"
-	)
+	c, a, b := eastAndWest(t)
 
 	b.set(lower, "192.0.2.2", false)
 	waitIdle(t, b.pub)
@@ -385,10 +380,7 @@ func TestClustersNameAboveAnotherClustersIsRefused(t *testing.T) {
 }
 
 func TestClustersNestBeneathANameBothShare(t *testing.T) {
-	srv := etcdtest.Start(t)
-	c := srv.NewClient(t)
-	a := startCluster(t, c, "east", 0)
-	b := startCluster(t, c, "west", 0)
+	c, a, b := eastAndWest(t)
 	const (
 		upper = "web.example.org"
 		lower = "_http._tcp.web.example.org" // where a Service's SRV records are
@@ -413,10 +405,8 @@ func TestClustersNestBeneathANameBothShare(t *testing.T) {
 }
 
 func TestClustersRacingForNestedNamesHaveOneWinner(t *testing.T) {
-	srv := etcdtest.Start(t)
-	c := srv.NewClient(t)
 	const pairs = 40
-	a, b := startCluster(t, c, "east", 0), startCluster(t, c, "west", 0)
+	c, a, b := eastAndWest(t)
 	upper := func(i int) string { return fmt.Sprintf("n%02d.example.org", i) }
 	lower := func(i int) string { return "a." + upper(i) }
 	var wg sync.WaitGroup

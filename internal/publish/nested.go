@@ -174,11 +174,12 @@ type above struct {
 // sinceAboveLocked returns the revision after which no claim may have been
 // created on the ancestor a for a new claim beneath it to be written. It is
 // the revision the claims were read at, or this cluster's own claim on a when
-// that is younger: its transaction already made sure no other was created on
-// a before it. While this cluster's claim on a is still to be written, perhaps
-// in a transaction running beside this one, a is not asked about (false); its
-// own claim guards it, and a name beneath that loses it to another cluster
-// withdraws through the watch.
+// that is younger: the transaction that granted it made sure no other was
+// created on a before it, and this cluster's own claim must not fail the
+// condition. While this cluster's claim on a is still to be written, perhaps
+// in a transaction running beside this one, a is not asked about (false);
+// that claim's own condition guards a, and a name beneath a that another
+// cluster wins withdraws through the watch.
 func (p *Publisher) sinceAboveLocked(a string) (int64, bool) {
 	if own := p.ownClaimLocked(a); own != nil {
 		return max(p.claimsRev, own.created), true
