@@ -23,8 +23,9 @@ import (
 // records' lease, so it expires with them. claim.Arbitrate decides from the
 // claims: the earliest holds the name, later shared claims join a shared one,
 // the others wait. claim.Nested then refuses a name nested with another
-// cluster's older claim (see nested.go). Every transaction that writes records of a name carries
-// conditions that fail it when the claims it was decided on have changed:
+// cluster's older claim (see nested.go). Every transaction that writes records
+// of a name carries conditions that fail it when the claims it was decided on
+// have changed:
 //
 //   - a new claim: no claim on the name or on one of its ancestors was
 //     created after the claims were read, so two clusters claiming at once

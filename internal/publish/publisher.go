@@ -565,8 +565,8 @@ func (p *Publisher) flush(ctx context.Context) error {
 	}
 	for len(changes) > 0 {
 		// etcd limits the operations and the conditions of a transaction
-		// each; the guard's conditions take a few.
-		// Names of a batch share most ancestors, which are asked about once.
+		// each; the guard's conditions take a few. The names of a batch
+		// share most ancestors, each asked about once (see nested.go).
 		n, ops, cmps := 0, 0, guardCmps
 		clear(asked)
 		for n < len(changes) {
