@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/skylb/skylb/internal/claim"
 	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/health"
@@ -113,8 +114,8 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	// The controller tells the objects of a name another cluster holds; the
 	// publisher calls it only once it runs, after the controller exists.
 	var ctrl *controller.Controller
-	pubCfg.OnClaim = func(stored string, granted bool, holders []string) {
-		ctrl.ClusterClaim(stored, granted, holders)
+	pubCfg.OnClaim = func(stored string, d claim.Decision) {
+		ctrl.ClusterClaim(stored, d)
 	}
 	pub := publish.New(etcd, pubCfg)
 
@@ -288,7 +289,7 @@ func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *cont
 	m.Counter("skylb_etcd_relists_total", "Full lists of the prefix, at start and after compaction.", stats(func(s publish.Stats) int64 { return s.Relists }))
 	m.Gauge("skylb_held_deletions", "Deletions the last full reconciliation held back under --max-delete-ratio.", stats(func(s publish.Stats) int64 { return s.HeldDeletes }))
 	m.Gauge("skylb_hostname_conflicts", "Hostname claims refused because another namespace holds the name.", func() float64 { return float64(ctrl.Conflicts()) })
-	m.Gauge("skylb_names_held_by_other_clusters", "Names not published because another cluster sharing the etcd holds them.", stats(func(s publish.Stats) int64 { return s.Refused }))
+	m.Gauge("skylb_names_held_by_other_clusters", "Names not published because another cluster sharing the etcd holds them, or a name above or beneath them.", stats(func(s publish.Stats) int64 { return s.Refused }))
 	m.Counter("skylb_record_leases_lost_total", "Times the lease of the records expired under skylb (with --record-expiry).", stats(func(s publish.Stats) int64 { return s.LeasesLost }))
 	m.Gauge("skylb_health_fail_open", "Objects publishing all their addresses because none passes its health check.", func() float64 { return float64(ctrl.FailOpen()) })
 	m.Gauge("skylb_workqueue_depth", "Objects waiting to be synced.", func() float64 { return float64(ctrl.QueueLen()) })

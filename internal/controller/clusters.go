@@ -5,8 +5,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/skylb/skylb/internal/claim"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
@@ -16,16 +18,18 @@ import (
 const ReasonHostnameGranted = "HostnameGranted"
 
 // ClusterClaim tells the objects publishing a stored name that another cluster
-// sharing the etcd holds it, or that it is theirs again. The publisher calls it
-// whenever its decision on the name's claim changes.
-func (c *Controller) ClusterClaim(stored string, granted bool, holders []string) {
+// sharing the etcd holds it or a name nested with it, or that it is theirs
+// again. The publisher calls it whenever its decision on the name's claim
+// changes.
+func (c *Controller) ClusterClaim(stored string, d claim.Decision) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	log := c.cfg.Log.WithField("name", stored)
-	if granted {
+	if d.Granted {
 		log.Info("no other cluster holds the name any more; publishing it")
 	} else {
-		log.WithField("holders", holders).Warn("another cluster sharing the etcd holds the name; not publishing it")
+		log.WithFields(logrus.Fields{"holders": d.Holders, "nested": d.Nested}).
+			Warn("another cluster sharing the etcd holds the name or a name nested with it; not publishing it")
 	}
 	for _, bySource := range c.granted {
 		for src, names := range bySource {
@@ -34,15 +38,23 @@ func (c *Controller) ClusterClaim(stored string, granted bool, holders []string)
 			if i < 0 || pub == nil {
 				continue
 			}
-			if granted {
+			if d.Granted {
 				c.event(&pub.Ref, corev1.EventTypeNormal, ReasonHostnameGranted,
 					fmt.Sprintf("hostname %s is published: no other cluster holds it any more", names[i]))
 				continue
 			}
-			c.event(&pub.Ref, corev1.EventTypeWarning, source.ReasonHostnameConflict,
-				fmt.Sprintf("hostname %s is not published: cluster %s holds it in the etcd shared between clusters; "+
-					"to publish it from several clusters, annotate its objects %s: \"true\" in each of them",
-					names[i], strings.Join(holders, ", "), source.AnnotationShared))
+			if len(d.Holders) > 0 {
+				c.event(&pub.Ref, corev1.EventTypeWarning, source.ReasonHostnameConflict,
+					fmt.Sprintf("hostname %s is not published: cluster %s holds it in the etcd shared between clusters; "+
+						"to publish it from several clusters, annotate its objects %s: \"true\" in each of them",
+						names[i], strings.Join(d.Holders, ", "), source.AnnotationShared))
+			}
+			if len(d.Nested) > 0 {
+				c.event(&pub.Ref, corev1.EventTypeWarning, source.ReasonHostnameConflict,
+					fmt.Sprintf("hostname %s is not published: cluster %s holds a name above or beneath it in the etcd "+
+						"shared between clusters, and DNS answers a name with the records beneath it too",
+						names[i], strings.Join(d.Nested, ", ")))
+			}
 		}
 	}
 }

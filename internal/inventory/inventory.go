@@ -105,16 +105,29 @@ func (inv *Inventory) Write(w io.Writer, self string) error {
 	for _, c := range inv.Claims {
 		claims[c.Name] = append(claims[c.Name], claim.ClusterClaim{Owner: c.Owner, Shared: c.Shared, Created: c.Created})
 	}
+	below := make(map[string][]string) // name -> the claimed names beneath it
+	for name := range claims {
+		for a := range claim.Ancestors(name) {
+			below[a] = append(below[a], name)
+		}
+	}
 	claimOf := func(name, owner string) string {
 		cs := claims[name]
 		i := slices.IndexFunc(cs, func(c claim.ClusterClaim) bool { return c.Owner == owner })
 		if i < 0 {
 			return "-"
 		}
-		granted, holders := claim.Arbitrate(owner, cs[i].Shared, cs)
+		d := claim.Decide(owner, cs[i].Shared, cs, nestedClaims(claims, below, name, owner))
 		switch {
-		case !granted:
-			return "waits for " + strings.Join(holders, ",")
+		case !d.Granted:
+			var by []string
+			if len(d.Holders) > 0 {
+				by = append(by, strings.Join(d.Holders, ","))
+			}
+			if len(d.Nested) > 0 {
+				by = append(by, strings.Join(d.Nested, ",")+" (nested)")
+			}
+			return "waits for " + strings.Join(by, "; ")
 		case cs[i].Shared:
 			return "shares"
 		}
@@ -165,4 +178,29 @@ func (inv *Inventory) Write(w io.Writer, self string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.name, l.typ, l.host, l.ttl, l.owner, l.claim, l.expiry)
 	}
 	return tw.Flush()
+}
+
+// nestedClaims returns the claims of owners other than owner on the names
+// above and beneath name, as the owner's skylb decides on them.
+func nestedClaims(claims map[string][]claim.ClusterClaim, below map[string][]string, name, owner string) []claim.NestedClaim {
+	sharedBy := func(name, owner string) bool {
+		i := slices.IndexFunc(claims[name], func(c claim.ClusterClaim) bool { return c.Owner == owner })
+		return i >= 0 && claims[name][i].Shared
+	}
+	var out []claim.NestedClaim
+	for a := range claim.Ancestors(name) {
+		for _, c := range claims[a] {
+			if c.Owner != owner {
+				out = append(out, claim.NestedClaim{ClusterClaim: c, Joint: c.Shared && sharedBy(a, owner)})
+			}
+		}
+	}
+	for _, d := range below[name] {
+		for _, c := range claims[d] {
+			if c.Owner != owner {
+				out = append(out, claim.NestedClaim{ClusterClaim: c, Joint: sharedBy(name, owner) && sharedBy(name, c.Owner)})
+			}
+		}
+	}
+	return out
 }

@@ -35,6 +35,9 @@ func TestReadAndWrite(t *testing.T) {
 	put("/skylb/claims/web.example.org/east", `{"owner":"east","shared":true}`)
 	put("/skylb/claims/web.example.org/west", `{"owner":"west","shared":true}`, clientv3.WithLease(lease.ID))
 	put("/skylb/claims/web.example.org/north", `{"owner":"north"}`)
+	// Beneath the name west shares with east, but north's older claim on it,
+	// waiting as it is, is not shared.
+	put("/skylb/claims/a.web.example.org/west", `{"owner":"west"}`)
 	k, v := web("east", "192.0.2.1")
 	put(k, v)
 	k, v = web("west", "192.0.2.2")
@@ -52,6 +55,7 @@ func TestReadAndWrite(t *testing.T) {
 	}
 	got := strings.Fields(strings.ReplaceAll(out.String(), "\n", " | "))
 	want := strings.Fields(`NAME TYPE HOST TTL OWNER CLAIM EXPIRES |
+a.web.example.org - - - west (foreign) waits for north (nested) never |
 hand.example.org A 192.0.2.9 0 (not skylb's) - never |
 junk.example.org ? (invalid value) - (not skylb's) - never |
 web.example.org A 192.0.2.1 30 east shares never |

@@ -70,25 +70,35 @@ func BenchmarkSetUnchanged(b *testing.B) {
 }
 
 // BenchmarkFlush measures writing many names to a real etcd (in-process, with
-// mutual TLS) from a cold start: what skylb does after its caches synced.
+// mutual TLS) from a cold start: what skylb does after its caches synced; with
+// claims, also the claim of every name, as a cluster sharing the etcd writes.
 func BenchmarkFlush(b *testing.B) {
 	if testing.Short() {
 		b.Skip("needs etcd")
 	}
 	srv := etcdtest.Start(b)
 	client := srv.NewClient(b)
-	for _, inFlight := range []int{1, 4} {
-		b.Run(fmt.Sprintf("names=5000,in-flight=%d", inFlight), func(b *testing.B) {
+	for _, bc := range []struct {
+		names, inFlight int
+		claims          string
+	}{
+		{names: 5000, inFlight: 1},
+		{names: 5000, inFlight: 4},
+		{names: 10000, inFlight: 4, claims: "/skylb/claims"},
+	} {
+		b.Run(fmt.Sprintf("names=%d,in-flight=%d,claims=%t", bc.names, bc.inFlight, bc.claims != ""), func(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
 				ctx, cancel := context.WithCancel(context.Background())
-				if _, err := client.Delete(ctx, "/skydns/", clientv3.WithPrefix()); err != nil {
-					b.Fatal(err)
+				for _, prefix := range []string{"/skydns/", "/skylb/claims/"} {
+					if _, err := client.Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
+						b.Fatal(err)
+					}
 				}
-				p := New(client, Config{Prefix: "/skydns", Owner: "bench", MaxTxnsInFlight: inFlight, Log: quiet()})
+				p := New(client, Config{Prefix: "/skydns", Owner: "bench", MaxTxnsInFlight: bc.inFlight, ClaimPrefix: bc.claims, Log: quiet()})
 				done := make(chan struct{})
 				go func() { defer close(done); p.Run(ctx) }()
-				for i := range 5000 {
+				for i := range bc.names {
 					name := fmt.Sprintf("svc-%04d.ns-%02d.example.org", i%100, i/100)
 					p.Set(name, Want{Records: records(name, 1)})
 				}
@@ -100,6 +110,9 @@ func BenchmarkFlush(b *testing.B) {
 				b.StopTimer()
 				cancel()
 				<-done
+				st := p.Stats()
+				b.ReportMetric(float64(st.Txns), "txns/op")
+				b.ReportMetric(float64(st.TxnErrors), "refused-txns/op")
 				b.StartTimer()
 			}
 		})

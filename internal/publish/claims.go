@@ -22,13 +22,17 @@ import (
 // records, and deletes it in the one that removes them; the claim carries the
 // records' lease, so it expires with them. claim.Arbitrate decides from the
 // claims: the earliest holds the name, later shared claims join a shared one,
-// the others wait. Every transaction that writes records of a name carries
-// conditions that fail it when the claims it was decided on have changed:
+// the others wait. claim.Nested then refuses a name nested with another
+// cluster's older claim (see nested.go). Every transaction that writes records
+// of a name carries conditions that fail it when the claims it was decided on
+// have changed:
 //
-//   - a new claim: no claim on the name was created after the claims were
-//     read, so two clusters claiming at once cannot both win;
-//   - any grant: the claims ranked before this cluster's are unchanged, so a
-//     shared name its first holder makes exclusive is not written.
+//   - a new claim: no claim on the name or on one of its ancestors was
+//     created after the claims were read, so two clusters claiming at once
+//     cannot both win;
+//   - any grant: the claims ranked before this cluster's, on the name and on
+//     its ancestors, are unchanged, so a shared name its first holder makes
+//     exclusive is not written.
 //
 // A refused transaction is retried once the watch has delivered the change,
 // and is then decided again.
@@ -47,12 +51,6 @@ type claimEntry struct {
 type claimValue struct {
 	Owner  string `json:"owner"`
 	Shared bool   `json:"shared,omitempty"`
-}
-
-// verdict is the last decision told for a claimed name.
-type verdict struct {
-	granted bool
-	holders []string
 }
 
 // claiming reports whether names are claimed.
@@ -99,20 +97,26 @@ func (p *Publisher) putClaimLocked(stored string, e claimEntry) {
 		list[i] = e
 		return
 	}
+	hadAny, hadForeign := len(list) > 0, p.foreignIn(list)
 	p.claims[stored] = slices.Insert(list, i, e)
+	p.indexClaimLocked(stored, hadAny, hadForeign)
 }
 
 // removeClaimLocked drops owner's claim on stored from the view.
 func (p *Publisher) removeClaimLocked(stored, owner string) {
 	list := p.claims[stored]
-	if i, found := slices.BinarySearchFunc(list, owner, cmpOwner); found {
-		list = slices.Delete(list, i, i+1)
-	}
-	if len(list) == 0 {
-		delete(p.claims, stored)
+	i, found := slices.BinarySearchFunc(list, owner, cmpOwner)
+	if !found {
 		return
 	}
-	p.claims[stored] = list
+	hadForeign := p.foreignIn(list)
+	list = slices.Delete(list, i, i+1)
+	if len(list) == 0 {
+		delete(p.claims, stored)
+	} else {
+		p.claims[stored] = list
+	}
+	p.indexClaimLocked(stored, true, hadForeign)
 }
 
 // ownClaimLocked returns this cluster's claim on stored, or nil.
@@ -146,8 +150,8 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 	for _, e := range others {
 		claims = append(claims, claim.ClusterClaim{Owner: e.owner, Shared: e.shared, Created: e.created})
 	}
-	granted, holders := claim.Arbitrate(p.cfg.Owner, n.shared, claims)
-	p.tellLocked(c.name, &verdict{granted: granted, holders: holders})
+	d := claim.Decide(p.cfg.Owner, n.shared, claims, p.nestedLocked(c.name, n))
+	p.tellLocked(c.name, &d)
 
 	value := p.encodeClaim(n.shared)
 	if own == nil || !bytes.Equal(own.value, value) || own.lease != p.lease {
@@ -155,7 +159,7 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 		c.ops = append(c.ops, clientv3.OpPut(key, string(value), clientv3.WithLease(clientv3.LeaseID(p.lease))))
 		c.claimPut = value
 	}
-	if !granted {
+	if !d.Granted {
 		return false
 	}
 	if own == nil {
@@ -172,41 +176,42 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 			c.cmps = append(c.cmps, clientv3.Compare(clientv3.ModRevision(p.claimKey(c.name, e.owner)), "=", e.modRev))
 		}
 	}
+	p.nestedCmpsLocked(c, own)
 	return true
 }
 
 // tellLocked remembers the decision on a name (nil: no longer claimed) and
 // queues it for OnClaim when it changed.
-func (p *Publisher) tellLocked(stored string, v *verdict) {
+func (p *Publisher) tellLocked(stored string, d *claim.Decision) {
 	old, had := p.verdicts[stored]
-	if v == nil {
+	if d == nil {
 		if had {
 			delete(p.verdicts, stored)
-			if !old.granted {
+			if !old.Granted {
 				p.refused.Add(-1)
 			}
 		}
 		return
 	}
-	if had && old.granted == v.granted && slices.Equal(old.holders, v.holders) {
+	if had && old.Granted == d.Granted && slices.Equal(old.Holders, d.Holders) && slices.Equal(old.Nested, d.Nested) {
 		return
 	}
-	if had && !old.granted {
+	if had && !old.Granted {
 		p.refused.Add(-1)
 	}
-	if !v.granted {
+	if !d.Granted {
 		p.refused.Add(1)
 	}
-	p.verdicts[stored] = *v
-	if p.cfg.OnClaim != nil && (had || !v.granted) {
-		p.pending = append(p.pending, toldVerdict{stored: stored, verdict: *v})
+	p.verdicts[stored] = *d
+	if p.cfg.OnClaim != nil && (had || !d.Granted) {
+		p.pending = append(p.pending, toldDecision{stored: stored, Decision: *d})
 	}
 }
 
-// toldVerdict is a decision waiting to be told to OnClaim.
-type toldVerdict struct {
+// toldDecision is a decision waiting to be told to OnClaim.
+type toldDecision struct {
 	stored string
-	verdict
+	claim.Decision
 }
 
 // tellPending calls OnClaim for the decisions made since the last call.
@@ -216,7 +221,7 @@ func (p *Publisher) tellPending() {
 	p.pending = nil
 	p.mu.Unlock()
 	for _, t := range pending {
-		p.cfg.OnClaim(t.stored, t.granted, t.holders)
+		p.cfg.OnClaim(t.stored, t.Decision)
 	}
 }
 
@@ -259,6 +264,9 @@ func (p *Publisher) applyClaims(events []*clientv3.Event, rev int64) {
 		}
 		if p.names[stored] != nil {
 			p.markLocked(stored)
+		}
+		if owner != p.cfg.Owner {
+			p.markNestedLocked(stored)
 		}
 	}
 	p.claimsRev = max(p.claimsRev, rev)

@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/skylb/skylb/internal/claim"
 	"github.com/skylb/skylb/internal/etcdtest"
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/skydns"
@@ -23,7 +24,7 @@ type cluster struct {
 	stop  func()
 
 	mu       sync.Mutex
-	verdicts map[string]string // stored name -> "granted" or "refused by <holders>"
+	verdicts map[string]string // stored name -> "granted", "refused by <holders>" or "refused beside <holders of nested names>"
 }
 
 // startCluster runs a publisher with owner id owner and claims under
@@ -34,12 +35,15 @@ func startCluster(t *testing.T, c *clientv3.Client, owner string, expiry time.Du
 	cl.pub = publish.New(c, publish.Config{
 		Prefix: "/skydns", Owner: owner, Timeout: 2 * time.Second, Log: quietLog(),
 		ClaimPrefix: "/skylb/claims", RecordExpiry: expiry,
-		OnClaim: func(stored string, granted bool, holders []string) {
+		OnClaim: func(stored string, d claim.Decision) {
 			cl.mu.Lock()
 			defer cl.mu.Unlock()
 			cl.verdicts[stored] = "granted"
-			if !granted {
-				cl.verdicts[stored] = "refused by " + strings.Join(holders, ",")
+			if !d.Granted {
+				cl.verdicts[stored] = "refused by " + strings.Join(d.Holders, ",")
+			}
+			if len(d.Nested) > 0 {
+				cl.verdicts[stored] = "refused beside " + strings.Join(d.Nested, ",")
 			}
 		},
 	})
@@ -293,4 +297,166 @@ func leased(t *testing.T, c *clientv3.Client) int {
 		}
 	}
 	return n
+}
+
+// The names of the tests of nested names.
+const (
+	upper = "x.example.org"
+	lower = "a.x.example.org"
+)
+
+// eastAndWest starts an etcd and two clusters publishing into it.
+func eastAndWest(t *testing.T) (*clientv3.Client, *cluster, *cluster) {
+	t.Helper()
+	c := etcdtest.Start(t).NewClient(t)
+	return c, startCluster(t, c, "east", 0), startCluster(t, c, "west", 0)
+}
+
+func TestClustersNameBeneathAnotherClustersIsRefused(t *testing.T) {
+	c, a, b := eastAndWest(t)
+
+	a.set(upper, "192.0.2.1", false)
+	waitIdle(t, a.pub)
+	b.set(lower, "192.0.2.2", false)
+	waitIdle(t, b.pub)
+	if got := b.verdict(lower); got != "refused beside east" {
+		t.Errorf("west's verdict on %s = %q, want refused beside east", lower, got)
+	}
+	// CoreDNS answers x.example.org with everything beneath it.
+	if got := hosts(t, c, upper); !slices.Equal(got, []string{"east=192.0.2.1"}) {
+		t.Errorf("records at and beneath %s = %q, want only east's", upper, got)
+	}
+	if got := claimsOf(t, c, lower); !slices.Equal(got, []string{"west"}) {
+		t.Errorf("claims on %s = %q; the refused cluster keeps its claim to take over later", lower, got)
+	}
+
+	// The holder removing its name hands the nested one over.
+	a.pub.Set(upper, publish.Want{})
+	equalEventually(t, "records after east removes "+upper, func() []string { return hosts(t, c, upper) }, "west=192.0.2.2")
+	waitIdle(t, b.pub)
+	if got := b.verdict(lower); got != "granted" {
+		t.Errorf("west's verdict on %s = %q after east removed %s, want granted", lower, got, upper)
+	}
+}
+
+func TestClustersStartingBeneathAnotherClustersNameWaits(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	a := startCluster(t, c, "east", 0)
+	a.set(upper, "192.0.2.1", false)
+	waitIdle(t, a.pub)
+
+	// West reads east's claim when it loads, not from its watch.
+	b := startCluster(t, c, "west", 0)
+	b.set(lower, "192.0.2.2", false)
+	waitIdle(t, b.pub)
+	if got := b.verdict(lower); got != "refused beside east" {
+		t.Errorf("west's verdict on %s = %q, want refused beside east", lower, got)
+	}
+	a.pub.Set(upper, publish.Want{})
+	equalEventually(t, "records after east removes "+upper, func() []string { return hosts(t, c, upper) }, "west=192.0.2.2")
+}
+
+func TestClustersNameAboveAnotherClustersIsRefused(t *testing.T) {
+	c, a, b := eastAndWest(t)
+
+	b.set(lower, "192.0.2.2", false)
+	waitIdle(t, b.pub)
+	a.set(upper, "192.0.2.1", false)
+	// East may publish before its watch has brought west's claim beneath;
+	// then it withdraws.
+	equalEventually(t, "records at and beneath "+upper, func() []string { return hosts(t, c, upper) }, "west=192.0.2.2")
+	equalEventually(t, "east's verdict on "+upper, func() []string { return []string{a.verdict(upper)} }, "refused beside west")
+	if got := claimsOf(t, c, upper); !slices.Equal(got, []string{"east"}) {
+		t.Errorf("claims on %s = %q, want east's waiting one", upper, got)
+	}
+
+	b.pub.Set(lower, publish.Want{})
+	equalEventually(t, "records after west removes "+lower, func() []string { return hosts(t, c, upper) }, "east=192.0.2.1")
+	waitIdle(t, a.pub)
+	if got := a.verdict(upper); got != "granted" {
+		t.Errorf("east's verdict on %s = %q after west removed %s, want granted", upper, got, lower)
+	}
+}
+
+func TestClustersNestBeneathANameBothShare(t *testing.T) {
+	c, a, b := eastAndWest(t)
+	const (
+		upper = "web.example.org"
+		lower = "_http._tcp.web.example.org" // where a Service's SRV records are
+	)
+	a.set(upper, "192.0.2.1", true)
+	a.set(lower, "192.0.2.1", true)
+	waitIdle(t, a.pub)
+	b.set(upper, "192.0.2.2", true)
+	b.set(lower, "192.0.2.2", true)
+	waitIdle(t, b.pub)
+	want := []string{"east=192.0.2.1", "east=192.0.2.1", "west=192.0.2.2", "west=192.0.2.2"}
+	if got := hosts(t, c, upper); !slices.Equal(got, want) {
+		t.Errorf("records at and beneath %s = %q, want %q", upper, got, want)
+	}
+
+	// East no longer sharing the name takes back what is beneath it too.
+	a.set(upper, "192.0.2.1", false)
+	equalEventually(t, "records after east stops sharing", func() []string { return hosts(t, c, upper) }, "east=192.0.2.1", "east=192.0.2.1")
+	if got := b.verdict(lower); got != "refused beside east" {
+		t.Errorf("west's verdict on %s = %q, want refused beside east", lower, got)
+	}
+}
+
+func TestClustersRacingForNestedNamesHaveOneWinner(t *testing.T) {
+	const pairs = 40
+	c, a, b := eastAndWest(t)
+	upper := func(i int) string { return fmt.Sprintf("n%02d.example.org", i) }
+	lower := func(i int) string { return "a." + upper(i) }
+	var wg sync.WaitGroup
+	// Both ask for the names of a pair at about the same moment, one pair
+	// after the other, so that each flush races the other cluster's.
+	for _, ask := range []func(int){
+		func(i int) { a.set(upper(i), "192.0.2.1", false) },
+		func(i int) { b.set(lower(i), "192.0.2.2", false) },
+	} {
+		wg.Go(func() {
+			for i := range pairs {
+				ask(i)
+				time.Sleep(2 * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	settled := func() []string {
+		time.Sleep(500 * time.Millisecond)
+		waitIdle(t, a.pub)
+		waitIdle(t, b.pub)
+		var out []string
+		for i := range pairs {
+			out = append(out, strings.Join(hosts(t, c, upper(i)), " "))
+		}
+		return out
+	}
+	first := settled()
+	wins := map[string]int{}
+	for i, got := range first {
+		wins[got]++
+		var want string
+		switch got {
+		case "east=192.0.2.1":
+			want = "refused beside east"
+			if v := b.verdict(lower(i)); v != want {
+				t.Errorf("%s: west's verdict = %q, want %q", lower(i), v, want)
+			}
+		case "west=192.0.2.2":
+			want = "refused beside west"
+			if v := a.verdict(upper(i)); v != want {
+				t.Errorf("%s: east's verdict = %q, want %q", upper(i), v, want)
+			}
+		default:
+			t.Errorf("records at and beneath %s = %q, want exactly one cluster's", upper(i), got)
+		}
+	}
+	t.Logf("winners: %v", wins)
+	// The outcome holds: nothing flaps once both have read each other's claims.
+	if again := settled(); !slices.Equal(again, first) {
+		t.Errorf("records changed after settling:\n%q\nthen\n%q", first, again)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/connectivity"
 
+	"github.com/skylb/skylb/internal/claim"
 	"github.com/skylb/skylb/internal/skydns"
 )
 
@@ -64,9 +65,9 @@ type Config struct {
 	// names they publish (see claims.go); empty claims nothing.
 	ClaimPrefix string
 	// OnClaim, when set, is told whenever the decision on a claimed name
-	// changes: granted, or refused with the owners holding it. It is called
-	// without the Publisher's lock held.
-	OnClaim func(stored string, granted bool, holders []string)
+	// changes: granted, or refused with the owners holding it or a name
+	// nested with it. It is called without the Publisher's lock held.
+	OnClaim func(stored string, d claim.Decision)
 	// RecordExpiry, when set, attaches every key to an etcd lease of this TTL
 	// that the Publisher keeps alive (see lease.go): the keys of a cluster
 	// whose skylb stops renewing it expire.
@@ -108,7 +109,8 @@ type Stats struct {
 	WatchErrors int64
 	TxnErrors   int64
 	Relists     int64 // full lists of the prefix
-	// Refused is the number of names another cluster holds (see claims.go).
+	// Refused is the number of names another cluster holds, or holds a name
+	// nested with (see claims.go and nested.go).
 	Refused int64
 	// LeasesLost counts the record leases that expired under skylb.
 	LeasesLost int64
@@ -223,8 +225,12 @@ type Publisher struct {
 	claimDir  string                  // ClaimPrefix with a trailing slash; empty: no claims
 	claims    map[string][]claimEntry // stored name -> claims, sorted by owner
 	claimsRev int64                   // revision the claims are current at
-	verdicts  map[string]verdict      // stored name -> last decision on its claim
-	pending   []toldVerdict           // decisions not yet told to OnClaim
+	// below and foreignBelow index the claimed names beneath each ancestor:
+	// all of them (nil until another cluster's claim is seen), and those
+	// claimed by another cluster (see nested.go).
+	below, foreignBelow map[string]nameSet
+	verdicts            map[string]claim.Decision // stored name -> last decision on its claim
+	pending             []toldDecision            // decisions not yet told to OnClaim
 
 	// lease is the lease every key is written with: 0 without RecordExpiry,
 	// and while none is held (see lease.go).
@@ -240,17 +246,18 @@ type tomb struct {
 func New(client *clientv3.Client, cfg Config) *Publisher {
 	cfg.defaults()
 	p := &Publisher{
-		cfg:       cfg,
-		client:    client,
-		dir:       trimSlash(cfg.Prefix) + "/",
-		names:     make(map[string]*name),
-		dirty:     make(map[string]bool),
-		since:     make(map[string]time.Time),
-		wake:      make(chan struct{}, 1),
-		leaseWake: make(chan struct{}, 1),
-		active:    !cfg.Inactive,
-		claims:    make(map[string][]claimEntry),
-		verdicts:  make(map[string]verdict),
+		cfg:          cfg,
+		client:       client,
+		dir:          trimSlash(cfg.Prefix) + "/",
+		names:        make(map[string]*name),
+		dirty:        make(map[string]bool),
+		since:        make(map[string]time.Time),
+		wake:         make(chan struct{}, 1),
+		leaseWake:    make(chan struct{}, 1),
+		active:       !cfg.Inactive,
+		claims:       make(map[string][]claimEntry),
+		foreignBelow: make(map[string]nameSet),
+		verdicts:     make(map[string]claim.Decision),
 	}
 	if cfg.ClaimPrefix != "" {
 		p.claimDir = trimSlash(cfg.ClaimPrefix) + "/"
@@ -288,8 +295,14 @@ func (p *Publisher) Set(stored string, w Want) {
 		n.shared == w.Shared && n.unclaimed == w.Unclaimed {
 		return
 	}
+	shared := p.sharesLocked(stored)
 	n.records = slices.Clip(slices.Clone(records))
 	n.shared, n.unclaimed = w.Shared, w.Unclaimed
+	if p.sharesLocked(stored) != shared && p.foreignIn(p.claims[stored]) {
+		// Names beneath another cluster's claim may join it only while
+		// this cluster shares the name too.
+		p.markBelowLocked(stored)
+	}
 	if t, ok := p.since[stored]; !w.Observed.IsZero() && (!ok || w.Observed.Before(t)) {
 		p.since[stored] = w.Observed
 	}
@@ -487,6 +500,7 @@ type change struct {
 	observed time.Time // when the Kubernetes change behind it was seen, or zero
 	ops      []clientv3.Op
 	cmps     []clientv3.Cmp // conditions of the name's claim
+	above    []above        // ancestors on which no claim may have been created (see nested.go)
 	lease    int64          // the lease of the puts
 	puts     []want
 	dels     []string
@@ -508,7 +522,7 @@ func (p *Publisher) flush(ctx context.Context) error {
 	for stored := range p.dirty {
 		names = append(names, stored)
 	}
-	slices.Sort(names)
+	slices.SortFunc(names, compareFromRight)
 	var changes []change
 	for _, stored := range names {
 		if c, ok := p.diffLocked(stored); ok {
@@ -530,6 +544,7 @@ func (p *Publisher) flush(ctx context.Context) error {
 		failMu   sync.Mutex
 		failed   error
 		inFlight = make(chan struct{}, p.cfg.MaxTxnsInFlight)
+		asked    = make(map[string]bool)
 	)
 	stopped := func() bool {
 		failMu.Lock()
@@ -550,11 +565,26 @@ func (p *Publisher) flush(ctx context.Context) error {
 	}
 	for len(changes) > 0 {
 		// etcd limits the operations and the conditions of a transaction
-		// each; the guard's conditions take a few.
+		// each; the guard's conditions take a few. The names of a batch
+		// share most ancestors, each asked about once (see nested.go).
 		n, ops, cmps := 0, 0, guardCmps
-		for n < len(changes) && (n == 0 || ops+len(changes[n].ops) <= p.cfg.MaxTxnOps && cmps+len(changes[n].cmps) <= p.cfg.MaxTxnOps) {
-			ops += len(changes[n].ops)
-			cmps += len(changes[n].cmps)
+		clear(asked)
+		for n < len(changes) {
+			c := &changes[n]
+			more := len(c.cmps)
+			for _, a := range c.above {
+				if !asked[a.name] {
+					more++
+				}
+			}
+			if n > 0 && (ops+len(c.ops) > p.cfg.MaxTxnOps || cmps+more > p.cfg.MaxTxnOps) {
+				break
+			}
+			for _, a := range c.above {
+				asked[a.name] = true
+			}
+			ops += len(c.ops)
+			cmps += more
 			n++
 		}
 		batch := changes[:n:n]
@@ -592,6 +622,27 @@ func (p *Publisher) flush(ctx context.Context) error {
 	p.idle.Broadcast()
 	p.mu.Unlock()
 	return failed
+}
+
+// compareFromRight orders stored names by their labels from the right, as
+// their keys are stored, so that the names of one parent come together: the
+// transactions of a flush then ask about few ancestors each (see nested.go).
+func compareFromRight(a, b string) int {
+	for {
+		i, j := strings.LastIndexByte(a, '.'), strings.LastIndexByte(b, '.')
+		if c := strings.Compare(a[i+1:], b[j+1:]); c != 0 {
+			return c
+		}
+		switch {
+		case i < 0 && j < 0:
+			return 0
+		case i < 0:
+			return -1
+		case j < 0:
+			return 1
+		}
+		a, b = a[:i], b[:j]
+	}
 }
 
 // diffLocked computes the change of one name, dropping names that need nothing.
@@ -708,6 +759,7 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 		ops = append(ops, c.ops...)
 		cmps = append(cmps, c.cmps...)
 	}
+	cmps = append(cmps, p.aboveCmps(batch)...)
 	// A dry run records its changes in the view as if they were written, at
 	// revision 0 so that anything etcd reports supersedes them: each change is
 	// then logged and counted once.

@@ -87,6 +87,7 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 		p.names[stored] = &name{actual: actual}
 	}
 	p.claims, p.claimsRev = claims, rev
+	p.reindexClaimsLocked()
 	for stored := range claims {
 		if p.names[stored] == nil && p.ownClaimLocked(stored) != nil {
 			p.names[stored] = &name{}

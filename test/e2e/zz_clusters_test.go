@@ -137,6 +137,33 @@ func TestSeveralClusters(t *testing.T) {
 		within(t, quick, solo, east.addr)
 	})
 
+	t.Run("a name beneath another cluster's is refused", func(t *testing.T) {
+		const (
+			top   = "top.mc.example.org"
+			under = "a.top.mc.example.org"
+		)
+		east.publish(t, "top", top, false)
+		within(t, quick, top, east.addr)
+		west.publish(t, "under", under, false)
+		west.expectEvent(t, "under", "HostnameConflict", "cluster east holds a name above or beneath it")
+		// CoreDNS answers top with everything beneath it: west's address
+		// must not be there.
+		within(t, quick, top, east.addr)
+		within(t, quick, under)
+		for range 5 {
+			if got, _, err := addresses(top); err != nil || !slices.Equal(got, []string{east.addr}) {
+				t.Fatalf("%s answers %q (%v) while west's %s waits, want only east's address", top, got, err, under)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+
+		east.remove(t, "top")
+		within(t, quick, under, west.addr)
+		west.expectEvent(t, "under", "HostnameGranted", "is published")
+		west.remove(t, "under")
+		within(t, quick, under)
+	})
+
 	t.Run("clusters racing for names leave one winner each", func(t *testing.T) {
 		const n = 8
 		var wg sync.WaitGroup

@@ -1,0 +1,233 @@
+package publish
+
+import (
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/skylb/skylb/internal/claim"
+)
+
+// A name is also refused while another cluster holds a name nested with it by
+// an older claim (claim.Nested): CoreDNS would add the younger one's records to
+// the answers of the older one's name, or the other way round.
+//
+// Deciding looks at the claims on the name's ancestors, one map lookup per
+// label, and at the other clusters' claims beneath it through an index of
+// ancestor -> descendants, so a decision costs the depth of the name and the
+// foreign names beneath it, never the number of claims.
+//
+// A new claim is written with conditions that no claim was created on any of
+// its ancestors since the claims were read, as for the name itself: a cluster
+// cannot land beneath a name claimed at the same moment. Names beneath it
+// cannot be checked that way (they are stored forward, so they share no key
+// prefix), so a race with a descendant is settled by the watch: both clusters
+// may publish for a moment, until each has read the other's claim; then the
+// younger claim's cluster withdraws its records. Both decide on the claims'
+// create revisions, which never change while the claims exist, so they agree
+// and the outcome does not flap.
+
+// nameSet is a set of stored names.
+type nameSet map[string]struct{}
+
+// indexClaimLocked records in the indexes of names beneath an ancestor that
+// stored has claims (any) and claims of other clusters (foreign), or no longer
+// has them. The index of all claimed names serves only to find this cluster's
+// names beneath another cluster's claim, so a cluster alone in its etcd never
+// builds it: it is built when the first claim of another cluster is seen.
+func (p *Publisher) indexClaimLocked(stored string, hadAny, hadForeign bool) {
+	list := p.claims[stored]
+	hasAny, hasForeign := len(list) > 0, p.foreignIn(list)
+	if hasForeign != hadForeign {
+		updateBelow(p.foreignBelow, stored, hasForeign)
+	}
+	switch {
+	case p.below == nil && hasForeign:
+		p.buildBelowLocked()
+	case p.below != nil && hasAny != hadAny:
+		updateBelow(p.below, stored, hasAny)
+	}
+}
+
+// updateBelow adds stored to, or removes it from, the set of every ancestor.
+func updateBelow(index map[string]nameSet, stored string, add bool) {
+	for a := range claim.Ancestors(stored) {
+		set := index[a]
+		if add {
+			if set == nil {
+				set = make(nameSet)
+				index[a] = set
+			}
+			set[stored] = struct{}{}
+			continue
+		}
+		delete(set, stored)
+		if len(set) == 0 {
+			delete(index, a)
+		}
+	}
+}
+
+// reindexClaimsLocked builds the indexes of names beneath an ancestor from the
+// claims, after they were loaded.
+func (p *Publisher) reindexClaimsLocked() {
+	p.below, p.foreignBelow = nil, make(map[string]nameSet)
+	foreign := false
+	for stored, list := range p.claims {
+		if p.foreignIn(list) {
+			updateBelow(p.foreignBelow, stored, true)
+			foreign = true
+		}
+	}
+	if foreign {
+		p.buildBelowLocked()
+	}
+}
+
+// buildBelowLocked indexes every claimed name beneath its ancestors.
+func (p *Publisher) buildBelowLocked() {
+	p.below = make(map[string]nameSet)
+	for stored := range p.claims {
+		updateBelow(p.below, stored, true)
+	}
+}
+
+// foreignIn reports whether a name's claims include another cluster's.
+func (p *Publisher) foreignIn(list []claimEntry) bool {
+	return len(list) > 1 || len(list) == 1 && list[0].owner != p.cfg.Owner
+}
+
+// nestedLocked returns the other clusters' claims on the names nested with
+// stored, which this cluster wants as n.
+func (p *Publisher) nestedLocked(stored string, n *name) []claim.NestedClaim {
+	var out []claim.NestedClaim
+	for a := range claim.Ancestors(stored) {
+		for _, e := range p.claims[a] {
+			if e.owner != p.cfg.Owner {
+				joint := e.shared && p.sharesLocked(a)
+				out = append(out, claim.NestedClaim{ClusterClaim: clusterClaim(e), Joint: joint})
+			}
+		}
+	}
+	for d := range p.foreignBelow[stored] {
+		for _, e := range p.claims[d] {
+			if e.owner != p.cfg.Owner {
+				joint := n.shared && p.sharedByLocked(stored, e.owner)
+				out = append(out, claim.NestedClaim{ClusterClaim: clusterClaim(e), Joint: joint})
+			}
+		}
+	}
+	return out
+}
+
+// sharesLocked reports whether this cluster's objects publish stored and
+// share it with other clusters.
+func (p *Publisher) sharesLocked(stored string) bool {
+	n := p.names[stored]
+	return n != nil && n.records != nil && n.shared && !n.unclaimed
+}
+
+// sharedByLocked reports whether owner claims stored as shared.
+func (p *Publisher) sharedByLocked(stored, owner string) bool {
+	for _, e := range p.claims[stored] {
+		if e.owner == owner {
+			return e.shared
+		}
+	}
+	return false
+}
+
+// nestedCmpsLocked adds to c the conditions under which a granted name may be
+// written as far as its ancestors go: for a new claim, no claim created on an
+// ancestor since the claims were read (left in c.above, so that a batch asks
+// about each ancestor once); for any, the older ancestor claims it joined
+// beneath are unchanged.
+func (p *Publisher) nestedCmpsLocked(c *change, own *claimEntry) {
+	ownCreated := int64(1<<63 - 1)
+	if own != nil && own.created != 0 {
+		ownCreated = own.created
+	}
+	if own == nil {
+		c.above = make([]above, 0, strings.Count(c.name, "."))
+	}
+	for a := range claim.Ancestors(c.name) {
+		if own == nil {
+			if since, ok := p.sinceAboveLocked(a); ok {
+				c.above = append(c.above, above{name: a, since: since})
+			}
+		}
+		for _, e := range p.claims[a] {
+			if e.owner != p.cfg.Owner && e.created != 0 && e.created < ownCreated {
+				c.cmps = append(c.cmps, clientv3.Compare(clientv3.ModRevision(p.claimKey(a, e.owner)), "=", e.modRev))
+			}
+		}
+	}
+}
+
+// above is the condition that no claim was created on an ancestor after
+// revision since.
+type above struct {
+	name  string
+	since int64
+}
+
+// sinceAboveLocked returns the revision after which no claim may have been
+// created on the ancestor a for a new claim beneath it to be written. It is
+// the revision the claims were read at, or this cluster's own claim on a when
+// that is younger: the transaction that granted it made sure no other was
+// created on a before it, and this cluster's own claim must not fail the
+// condition. While this cluster's claim on a is still to be written, perhaps
+// in a transaction running beside this one, a is not asked about (false);
+// that claim's own condition guards a, and a name beneath a that another
+// cluster wins withdraws through the watch.
+func (p *Publisher) sinceAboveLocked(a string) (int64, bool) {
+	if own := p.ownClaimLocked(a); own != nil {
+		return max(p.claimsRev, own.created), true
+	}
+	if n := p.names[a]; n != nil && n.records != nil && !n.unclaimed {
+		return 0, false
+	}
+	return p.claimsRev, true
+}
+
+// aboveCmps returns the conditions that no claim was created on the ancestors
+// the changes ask about since the claims were read, one per ancestor.
+func (p *Publisher) aboveCmps(batch []change) []clientv3.Cmp {
+	since := make(map[string]int64)
+	for _, c := range batch {
+		for _, a := range c.above {
+			if s, ok := since[a.name]; !ok || a.since < s {
+				since[a.name] = a.since
+			}
+		}
+	}
+	out := make([]clientv3.Cmp, 0, len(since))
+	for a, s := range since {
+		out = append(out, clientv3.Compare(clientv3.CreateRevision(p.claimDir+a+"/"), "<", s+1).WithPrefix())
+	}
+	return out
+}
+
+// markNestedLocked marks this cluster's names nested with stored, whose
+// claims by another cluster changed.
+func (p *Publisher) markNestedLocked(stored string) {
+	for a := range claim.Ancestors(stored) {
+		if p.names[a] != nil {
+			p.markLocked(a)
+		}
+	}
+	p.markBelowLocked(stored)
+}
+
+// markBelowLocked marks this cluster's names beneath stored.
+func (p *Publisher) markBelowLocked(stored string) {
+	for d := range p.below[stored] {
+		if p.names[d] != nil {
+			p.markLocked(d)
+		}
+	}
+}
+
+func clusterClaim(e claimEntry) claim.ClusterClaim {
+	return claim.ClusterClaim{Owner: e.owner, Shared: e.shared, Created: e.created}
+}
