@@ -136,6 +136,8 @@ type want struct {
 	key   string
 	value []byte
 	host  string
+	// added says that the host is not published at the key yet, for the log.
+	added bool
 }
 
 // Want is what is wanted at one stored name.
@@ -225,6 +227,9 @@ type Publisher struct {
 	claimsRev int64                   // revision the claims are current at
 	verdicts  map[string]verdict      // stored name -> last decision on its claim
 	pending   []toldVerdict           // decisions not yet told to OnClaim
+	// claimValues are the values of this cluster's claim, unshared and
+	// shared (see encodeClaim).
+	claimValues [2][]byte
 
 	// lease is the lease every key is written with: 0 without RecordExpiry,
 	// and while none is held (see lease.go).
@@ -480,20 +485,69 @@ func (p *Publisher) flushLoop(ctx context.Context) {
 	}
 }
 
-// change is the set of operations that bring one name to its desired state.
+// change is what brings one name to its desired state. A flush holds the
+// change of every dirty name at once, all of them at a cold start, so it
+// holds only what the operations are made of; ops builds them when the
+// change is committed.
 type change struct {
 	name     string
 	event    bool      // marked by a change rather than by a full reconciliation
 	observed time.Time // when the Kubernetes change behind it was seen, or zero
-	ops      []clientv3.Op
-	cmps     []clientv3.Cmp // conditions of the name's claim
-	lease    int64          // the lease of the puts
+	lease    int64     // the lease of the puts
 	puts     []want
 	dels     []string
-	added    []string
 	removed  []string
 	claimPut []byte // the value of this cluster's claim, when written
 	claimDel bool   // this cluster's claim is deleted
+	// claimsRev, when not 0, is the revision of the claims the name was
+	// decided on: the change holds only if no claim on the name was created
+	// since. ranked are the claims ranked before this cluster's, which must
+	// be unchanged.
+	claimsRev int64
+	ranked    []rankedClaim
+}
+
+// rankedClaim is another cluster's claim a change was decided on.
+type rankedClaim struct {
+	owner  string
+	modRev int64
+}
+
+// counts returns the number of operations and of conditions of c.
+func (c *change) counts() (ops, cmps int) {
+	ops = len(c.puts) + len(c.dels)
+	if c.claimPut != nil || c.claimDel {
+		ops++
+	}
+	cmps = len(c.ranked)
+	if c.claimsRev != 0 {
+		cmps++
+	}
+	return ops, cmps
+}
+
+// ops appends the operations and the conditions of c.
+func (p *Publisher) ops(c *change, ops []clientv3.Op, cmps []clientv3.Cmp) ([]clientv3.Op, []clientv3.Cmp) {
+	switch {
+	case c.claimPut != nil:
+		ops = append(ops, clientv3.OpPut(p.claimKey(c.name, p.cfg.Owner), string(c.claimPut), clientv3.WithLease(clientv3.LeaseID(c.lease))))
+	case c.claimDel:
+		ops = append(ops, clientv3.OpDelete(p.claimKey(c.name, p.cfg.Owner)))
+	}
+	for _, w := range c.puts {
+		ops = append(ops, clientv3.OpPut(w.key, string(w.value), clientv3.WithLease(clientv3.LeaseID(c.lease))))
+	}
+	for _, key := range c.dels {
+		ops = append(ops, clientv3.OpDelete(key))
+	}
+	if c.claimsRev != 0 {
+		prefix := p.claimDir + c.name + "/"
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(prefix), "<", c.claimsRev+1).WithPrefix())
+	}
+	for _, r := range c.ranked {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(p.claimKey(c.name, r.owner)), "=", r.modRev))
+	}
+	return ops, cmps
 }
 
 // flush writes every dirty name. Names whose writes fail stay dirty.
@@ -509,7 +563,7 @@ func (p *Publisher) flush(ctx context.Context) error {
 		names = append(names, stored)
 	}
 	slices.Sort(names)
-	var changes []change
+	changes := make([]change, 0, len(names))
 	for _, stored := range names {
 		if c, ok := p.diffLocked(stored); ok {
 			changes = append(changes, c)
@@ -552,9 +606,12 @@ func (p *Publisher) flush(ctx context.Context) error {
 		// etcd limits the operations and the conditions of a transaction
 		// each; the guard's conditions take a few.
 		n, ops, cmps := 0, 0, guardCmps
-		for n < len(changes) && (n == 0 || ops+len(changes[n].ops) <= p.cfg.MaxTxnOps && cmps+len(changes[n].cmps) <= p.cfg.MaxTxnOps) {
-			ops += len(changes[n].ops)
-			cmps += len(changes[n].cmps)
+		for n < len(changes) {
+			o, c := changes[n].counts()
+			if n > 0 && (ops+o > p.cfg.MaxTxnOps || cmps+c > p.cfg.MaxTxnOps) {
+				break
+			}
+			ops, cmps = ops+o, cmps+c
 			n++
 		}
 		batch := changes[:n:n]
@@ -610,11 +667,8 @@ func (p *Publisher) diffLocked(stored string) (change, bool) {
 		if e != nil && !e.deleted && bytes.Equal(e.value, w.value) && e.lease == c.lease {
 			continue
 		}
+		w.added = e == nil || e.deleted || e.host != w.host
 		c.puts = append(c.puts, w)
-		c.ops = append(c.ops, clientv3.OpPut(w.key, string(w.value), clientv3.WithLease(clientv3.LeaseID(c.lease))))
-		if e == nil || e.deleted || e.host != w.host {
-			c.added = append(c.added, w.host)
-		}
 	}
 	for _, e := range n.actual {
 		if e.deleted {
@@ -624,10 +678,9 @@ func (p *Publisher) diffLocked(stored string) (change, bool) {
 			continue
 		}
 		c.dels = append(c.dels, e.key)
-		c.ops = append(c.ops, clientv3.OpDelete(e.key))
 		c.removed = append(c.removed, e.host)
 	}
-	if len(c.ops) == 0 {
+	if ops, _ := c.counts(); ops == 0 {
 		if n.records == nil && len(n.actual) == 0 && p.ownClaimLocked(stored) == nil {
 			delete(p.names, stored)
 		}
@@ -671,10 +724,9 @@ func (p *Publisher) holdMassDeletionLocked(changes []change) []change {
 		Error("full reconciliation would delete too many records; holding the deletions (run once with a higher --max-delete-ratio to allow them)")
 	kept := changes[:0]
 	for _, c := range changes {
-		if !c.event && len(c.dels) > 0 {
-			c.dels, c.removed = nil, nil
-			c.ops = slices.DeleteFunc(c.ops, func(op clientv3.Op) bool { return op.IsDelete() })
-			if len(c.ops) == 0 {
+		if !c.event && (len(c.dels) > 0 || c.claimDel) {
+			c.dels, c.removed, c.claimDel = nil, nil, false
+			if ops, _ := c.counts(); ops == 0 {
 				continue
 			}
 		}
@@ -704,9 +756,8 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 		}
 	}
 	var ops []clientv3.Op
-	for _, c := range batch {
-		ops = append(ops, c.ops...)
-		cmps = append(cmps, c.cmps...)
+	for i := range batch {
+		ops, cmps = p.ops(&batch[i], ops, cmps)
 	}
 	// A dry run records its changes in the view as if they were written, at
 	// revision 0 so that anything etcd reports supersedes them: each change is
@@ -763,14 +814,20 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 			p.tombs = append(p.tombs, tomb{name: c.name, key: key, rev: rev})
 		}
 		p.puts.Add(int64(len(c.puts)))
+		var added []string
+		for _, w := range c.puts {
+			if w.added {
+				added = append(added, w.host)
+			}
+		}
 		p.deletes.Add(int64(len(c.dels)))
 		if p.cfg.DryRun {
-			p.cfg.Log.WithFields(logrus.Fields{"name": c.name, "added": c.added, "removed": c.removed}).
+			p.cfg.Log.WithFields(logrus.Fields{"name": c.name, "added": added, "removed": c.removed}).
 				Info("dry run: records would change")
 			continue
 		}
 		p.cfg.Log.WithFields(logrus.Fields{
-			"name": c.name, "added": c.added, "removed": c.removed, "revision": rev,
+			"name": c.name, "added": added, "removed": c.removed, "revision": rev,
 		}).Info("records changed")
 	}
 	return nil
