@@ -90,7 +90,7 @@ func TestProfileColdStart(t *testing.T) {
 		},
 		Prefix: "/skydns", Owner: "default", ClaimPrefix: "/skylb/claims",
 		ResyncInterval: 5 * time.Minute, EtcdTimeout: 5 * time.Second,
-		HealthWorkers: 32, Log: log,
+		HealthWorkers: 32, StartGCPercent: app.DefaultStartGCPercent, Log: log,
 	}
 	kcfg, err := clientcmd.BuildConfigFromFlags("", st.Kubeconfig)
 	if err != nil {
