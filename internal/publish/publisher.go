@@ -573,8 +573,10 @@ func (p *Publisher) flush(ctx context.Context) error {
 	for i := range changes {
 		changes[i].observed = p.since[changes[i].name]
 	}
-	clear(p.dirty)
-	clear(p.since)
+	// New maps rather than cleared ones: a cleared map keeps the room of
+	// every name a cold start or a full reconciliation marked.
+	p.dirty = make(map[string]bool)
+	p.since = make(map[string]time.Time)
 	p.mu.Unlock()
 
 	// The batches are committed up to MaxTxnsInFlight at once. After a
