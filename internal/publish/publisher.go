@@ -1,8 +1,8 @@
 package publish
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,12 +123,23 @@ type Stats struct {
 
 // entry is a key of skylb's in the view, or a tombstone of one it deleted.
 type entry struct {
-	key     string
-	value   []byte
+	key string
+	// sum is a digest of the value (see digest): the view only compares
+	// values, and a digest takes a sixth of the room of a value.
+	sum     digest
 	host    string
 	modRev  int64
 	lease   int64
 	deleted bool
+}
+
+// digest identifies a value: the first half of its SHA-256, so that any value
+// that differs from the one wanted, whoever wrote it, is told apart.
+type digest [16]byte
+
+func digestOf(value []byte) digest {
+	sum := sha256.Sum256(value)
+	return digest(sum[:16])
 }
 
 // want is a key skylb wants written.
@@ -666,7 +677,7 @@ func (p *Publisher) diffLocked(stored string) (change, bool) {
 	}
 	for _, w := range wants {
 		e := n.find(w.key)
-		if e != nil && !e.deleted && bytes.Equal(e.value, w.value) && e.lease == c.lease {
+		if e != nil && !e.deleted && e.sum == digestOf(w.value) && e.lease == c.lease {
 			continue
 		}
 		w.added = e == nil || e.deleted || e.host != w.host
@@ -797,7 +808,7 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 	for _, c := range batch {
 		n := p.names[c.name]
 		for _, w := range c.puts {
-			n.put(entry{key: w.key, value: w.value, host: w.host, modRev: rev, lease: c.lease})
+			n.put(entry{key: w.key, sum: digestOf(w.value), host: w.host, modRev: rev, lease: c.lease})
 		}
 		switch {
 		case c.claimPut != nil:
