@@ -288,6 +288,7 @@ func (o *options) config() (app.Config, error) {
 		Leader:         o.leader,
 		DryRun:         o.dryRun,
 		HealthWorkers:  o.healthWorkers,
+		StartGCPercent: startGCPercent(),
 		Zone:           zoneCfg,
 		Once:           o.once,
 		Summary:        os.Stdout,
@@ -300,6 +301,16 @@ func (o *options) config() (app.Config, error) {
 		GatewayPoll:    o.gatewayPoll,
 		Log:            log,
 	}, nil
+}
+
+// startGCPercent is the collector's GOGC during the cold start (see
+// app.Config.StartGCPercent), unless GOGC is set: it keeps the peak heap
+// near what is live, for a few more collections while the caches fill.
+func startGCPercent() int {
+	if os.Getenv("GOGC") != "" {
+		return 0
+	}
+	return app.DefaultStartGCPercent
 }
 
 func newLogger(level, format string) (*logrus.Logger, error) {

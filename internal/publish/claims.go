@@ -83,10 +83,18 @@ func claimFromKV(owner string, kv *mvccpb.KeyValue) claimEntry {
 	return claimEntry{owner: owner, value: kv.Value, shared: v.Shared, created: kv.CreateRevision, modRev: kv.ModRevision, lease: kv.Lease}
 }
 
-// encodeClaim returns the value of this cluster's claim.
+// encodeClaim returns the value of this cluster's claim. There are two, so
+// they are encoded once and shared by every name: callers must not modify
+// them.
 func (p *Publisher) encodeClaim(shared bool) []byte {
-	b, _ := json.Marshal(claimValue{Owner: p.cfg.Owner, Shared: shared})
-	return b
+	i := 0
+	if shared {
+		i = 1
+	}
+	if p.claimValues[i] == nil {
+		p.claimValues[i], _ = json.Marshal(claimValue{Owner: p.cfg.Owner, Shared: shared})
+	}
+	return p.claimValues[i]
 }
 
 // putClaimLocked records a claim in the view, replacing the owner's previous one.
@@ -138,10 +146,7 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 	}
 	own := p.ownClaimLocked(c.name)
 	if n.records == nil || n.unclaimed {
-		if own != nil {
-			c.ops = append(c.ops, clientv3.OpDelete(p.claimKey(c.name, p.cfg.Owner)))
-			c.claimDel = true
-		}
+		c.claimDel = own != nil
 		p.tellLocked(c.name, nil)
 		return true
 	}
@@ -155,8 +160,6 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 
 	value := p.encodeClaim(n.shared)
 	if own == nil || !bytes.Equal(own.value, value) || own.lease != p.lease {
-		key := p.claimKey(c.name, p.cfg.Owner)
-		c.ops = append(c.ops, clientv3.OpPut(key, string(value), clientv3.WithLease(clientv3.LeaseID(p.lease))))
 		c.claimPut = value
 	}
 	if !d.Granted {
@@ -164,8 +167,7 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 	}
 	if own == nil {
 		// Nobody may have claimed the name since the claims were read.
-		prefix := p.claimDir + c.name + "/"
-		c.cmps = append(c.cmps, clientv3.Compare(clientv3.CreateRevision(prefix), "<", p.claimsRev+1).WithPrefix())
+		c.claimsRev = p.claimsRev
 	}
 	ownCreated := int64(1<<63 - 1)
 	if own != nil && own.created != 0 {
@@ -173,7 +175,7 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 	}
 	for _, e := range others {
 		if e.owner != p.cfg.Owner && e.created != 0 && e.created < ownCreated {
-			c.cmps = append(c.cmps, clientv3.Compare(clientv3.ModRevision(p.claimKey(c.name, e.owner)), "=", e.modRev))
+			c.ranked = append(c.ranked, rankedClaim{name: c.name, owner: e.owner, modRev: e.modRev})
 		}
 	}
 	p.nestedCmpsLocked(c, own)

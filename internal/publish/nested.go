@@ -158,7 +158,7 @@ func (p *Publisher) nestedCmpsLocked(c *change, own *claimEntry) {
 		}
 		for _, e := range p.claims[a] {
 			if e.owner != p.cfg.Owner && e.created != 0 && e.created < ownCreated {
-				c.cmps = append(c.cmps, clientv3.Compare(clientv3.ModRevision(p.claimKey(a, e.owner)), "=", e.modRev))
+				c.ranked = append(c.ranked, rankedClaim{name: a, owner: e.owner, modRev: e.modRev})
 			}
 		}
 	}

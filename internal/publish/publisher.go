@@ -1,8 +1,8 @@
 package publish
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -125,12 +125,23 @@ type Stats struct {
 
 // entry is a key of skylb's in the view, or a tombstone of one it deleted.
 type entry struct {
-	key     string
-	value   []byte
+	key string
+	// sum is a digest of the value (see digest): the view only compares
+	// values, and a digest takes a sixth of the room of a value.
+	sum     digest
 	host    string
 	modRev  int64
 	lease   int64
 	deleted bool
+}
+
+// digest identifies a value: the first half of its SHA-256, so that any value
+// that differs from the one wanted, whoever wrote it, is told apart.
+type digest [16]byte
+
+func digestOf(value []byte) digest {
+	sum := sha256.Sum256(value)
+	return digest(sum[:16])
 }
 
 // want is a key skylb wants written.
@@ -138,6 +149,8 @@ type want struct {
 	key   string
 	value []byte
 	host  string
+	// added says that the host is not published at the key yet, for the log.
+	added bool
 }
 
 // Want is what is wanted at one stored name.
@@ -231,6 +244,9 @@ type Publisher struct {
 	below, foreignBelow map[string]nameSet
 	verdicts            map[string]claim.Decision // stored name -> last decision on its claim
 	pending             []toldDecision            // decisions not yet told to OnClaim
+	// claimValues are the values of this cluster's claim, unshared and
+	// shared (see encodeClaim).
+	claimValues [2][]byte
 
 	// lease is the lease every key is written with: 0 without RecordExpiry,
 	// and while none is held (see lease.go).
@@ -493,21 +509,71 @@ func (p *Publisher) flushLoop(ctx context.Context) {
 	}
 }
 
-// change is the set of operations that bring one name to its desired state.
+// change is what brings one name to its desired state. A flush holds the
+// change of every dirty name at once, all of them at a cold start, so it
+// holds only what the operations are made of; ops builds them when the
+// change is committed.
 type change struct {
 	name     string
 	event    bool      // marked by a change rather than by a full reconciliation
 	observed time.Time // when the Kubernetes change behind it was seen, or zero
-	ops      []clientv3.Op
-	cmps     []clientv3.Cmp // conditions of the name's claim
-	above    []above        // ancestors on which no claim may have been created (see nested.go)
-	lease    int64          // the lease of the puts
+	lease    int64     // the lease of the puts
+	above    []above   // ancestors on which no claim may have been created (see nested.go)
 	puts     []want
 	dels     []string
-	added    []string
 	removed  []string
 	claimPut []byte // the value of this cluster's claim, when written
 	claimDel bool   // this cluster's claim is deleted
+	// claimsRev, when not 0, is the revision of the claims the name was
+	// decided on: the change holds only if no claim on the name was created
+	// since. ranked are the claims that must be unchanged: those ranked
+	// before this cluster's on the name, and older ones on its ancestors.
+	claimsRev int64
+	ranked    []rankedClaim
+}
+
+// rankedClaim is another cluster's claim a change was decided on, on the
+// name itself or on one of its ancestors.
+type rankedClaim struct {
+	name, owner string
+	modRev      int64
+}
+
+// counts returns the number of operations and of conditions of c.
+func (c *change) counts() (ops, cmps int) {
+	ops = len(c.puts) + len(c.dels)
+	if c.claimPut != nil || c.claimDel {
+		ops++
+	}
+	cmps = len(c.ranked)
+	if c.claimsRev != 0 {
+		cmps++
+	}
+	return ops, cmps
+}
+
+// ops appends the operations and the conditions of c.
+func (p *Publisher) ops(c *change, ops []clientv3.Op, cmps []clientv3.Cmp) ([]clientv3.Op, []clientv3.Cmp) {
+	switch {
+	case c.claimPut != nil:
+		ops = append(ops, clientv3.OpPut(p.claimKey(c.name, p.cfg.Owner), string(c.claimPut), clientv3.WithLease(clientv3.LeaseID(c.lease))))
+	case c.claimDel:
+		ops = append(ops, clientv3.OpDelete(p.claimKey(c.name, p.cfg.Owner)))
+	}
+	for _, w := range c.puts {
+		ops = append(ops, clientv3.OpPut(w.key, string(w.value), clientv3.WithLease(clientv3.LeaseID(c.lease))))
+	}
+	for _, key := range c.dels {
+		ops = append(ops, clientv3.OpDelete(key))
+	}
+	if c.claimsRev != 0 {
+		prefix := p.claimDir + c.name + "/"
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(prefix), "<", c.claimsRev+1).WithPrefix())
+	}
+	for _, r := range c.ranked {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(p.claimKey(r.name, r.owner)), "=", r.modRev))
+	}
+	return ops, cmps
 }
 
 // flush writes every dirty name. Names whose writes fail stay dirty.
@@ -523,7 +589,7 @@ func (p *Publisher) flush(ctx context.Context) error {
 		names = append(names, stored)
 	}
 	slices.SortFunc(names, compareFromRight)
-	var changes []change
+	changes := make([]change, 0, len(names))
 	for _, stored := range names {
 		if c, ok := p.diffLocked(stored); ok {
 			changes = append(changes, c)
@@ -533,8 +599,10 @@ func (p *Publisher) flush(ctx context.Context) error {
 	for i := range changes {
 		changes[i].observed = p.since[changes[i].name]
 	}
-	clear(p.dirty)
-	clear(p.since)
+	// New maps rather than cleared ones: a cleared map keeps the room of
+	// every name a cold start or a full reconciliation marked.
+	p.dirty = make(map[string]bool)
+	p.since = make(map[string]time.Time)
 	p.mu.Unlock()
 
 	// The batches are committed up to MaxTxnsInFlight at once. After a
@@ -571,19 +639,19 @@ func (p *Publisher) flush(ctx context.Context) error {
 		clear(asked)
 		for n < len(changes) {
 			c := &changes[n]
-			more := len(c.cmps)
+			o, more := c.counts()
 			for _, a := range c.above {
 				if !asked[a.name] {
 					more++
 				}
 			}
-			if n > 0 && (ops+len(c.ops) > p.cfg.MaxTxnOps || cmps+more > p.cfg.MaxTxnOps) {
+			if n > 0 && (ops+o > p.cfg.MaxTxnOps || cmps+more > p.cfg.MaxTxnOps) {
 				break
 			}
 			for _, a := range c.above {
 				asked[a.name] = true
 			}
-			ops += len(c.ops)
+			ops += o
 			cmps += more
 			n++
 		}
@@ -658,14 +726,11 @@ func (p *Publisher) diffLocked(stored string) (change, bool) {
 	}
 	for _, w := range wants {
 		e := n.find(w.key)
-		if e != nil && !e.deleted && bytes.Equal(e.value, w.value) && e.lease == c.lease {
+		if e != nil && !e.deleted && e.sum == digestOf(w.value) && e.lease == c.lease {
 			continue
 		}
+		w.added = e == nil || e.deleted || e.host != w.host
 		c.puts = append(c.puts, w)
-		c.ops = append(c.ops, clientv3.OpPut(w.key, string(w.value), clientv3.WithLease(clientv3.LeaseID(c.lease))))
-		if e == nil || e.deleted || e.host != w.host {
-			c.added = append(c.added, w.host)
-		}
 	}
 	for _, e := range n.actual {
 		if e.deleted {
@@ -675,10 +740,9 @@ func (p *Publisher) diffLocked(stored string) (change, bool) {
 			continue
 		}
 		c.dels = append(c.dels, e.key)
-		c.ops = append(c.ops, clientv3.OpDelete(e.key))
 		c.removed = append(c.removed, e.host)
 	}
-	if len(c.ops) == 0 {
+	if ops, _ := c.counts(); ops == 0 {
 		if n.records == nil && len(n.actual) == 0 && p.ownClaimLocked(stored) == nil {
 			delete(p.names, stored)
 		}
@@ -722,10 +786,9 @@ func (p *Publisher) holdMassDeletionLocked(changes []change) []change {
 		Error("full reconciliation would delete too many records; holding the deletions (run once with a higher --max-delete-ratio to allow them)")
 	kept := changes[:0]
 	for _, c := range changes {
-		if !c.event && len(c.dels) > 0 {
-			c.dels, c.removed = nil, nil
-			c.ops = slices.DeleteFunc(c.ops, func(op clientv3.Op) bool { return op.IsDelete() })
-			if len(c.ops) == 0 {
+		if !c.event && (len(c.dels) > 0 || c.claimDel) {
+			c.dels, c.removed, c.claimDel = nil, nil, false
+			if ops, _ := c.counts(); ops == 0 {
 				continue
 			}
 		}
@@ -755,9 +818,8 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 		}
 	}
 	var ops []clientv3.Op
-	for _, c := range batch {
-		ops = append(ops, c.ops...)
-		cmps = append(cmps, c.cmps...)
+	for i := range batch {
+		ops, cmps = p.ops(&batch[i], ops, cmps)
 	}
 	cmps = append(cmps, p.aboveCmps(batch)...)
 	// A dry run records its changes in the view as if they were written, at
@@ -796,7 +858,7 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 	for _, c := range batch {
 		n := p.names[c.name]
 		for _, w := range c.puts {
-			n.put(entry{key: w.key, value: w.value, host: w.host, modRev: rev, lease: c.lease})
+			n.put(entry{key: w.key, sum: digestOf(w.value), host: w.host, modRev: rev, lease: c.lease})
 		}
 		switch {
 		case c.claimPut != nil:
@@ -815,14 +877,20 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 			p.tombs = append(p.tombs, tomb{name: c.name, key: key, rev: rev})
 		}
 		p.puts.Add(int64(len(c.puts)))
+		var added []string
+		for _, w := range c.puts {
+			if w.added {
+				added = append(added, w.host)
+			}
+		}
 		p.deletes.Add(int64(len(c.dels)))
 		if p.cfg.DryRun {
-			p.cfg.Log.WithFields(logrus.Fields{"name": c.name, "added": c.added, "removed": c.removed}).
+			p.cfg.Log.WithFields(logrus.Fields{"name": c.name, "added": added, "removed": c.removed}).
 				Info("dry run: records would change")
 			continue
 		}
 		p.cfg.Log.WithFields(logrus.Fields{
-			"name": c.name, "added": c.added, "removed": c.removed, "revision": rev,
+			"name": c.name, "added": added, "removed": c.removed, "revision": rev,
 		}).Info("records changed")
 	}
 	return nil

@@ -60,7 +60,7 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 			return
 		}
 		if host, mine := p.owns(kv.Value); mine {
-			owned[stored] = append(owned[stored], entry{key: string(kv.Key), value: kv.Value, host: host, modRev: kv.ModRevision, lease: kv.Lease})
+			owned[stored] = append(owned[stored], entry{key: string(kv.Key), sum: digestOf(kv.Value), host: host, modRev: kv.ModRevision, lease: kv.Lease})
 		}
 	})
 	if err != nil {
@@ -228,7 +228,7 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 				n = &name{}
 				p.names[stored] = n
 			}
-			n.put(entry{key: key, value: ev.Kv.Value, host: host, modRev: ev.Kv.ModRevision, lease: ev.Kv.Lease})
+			n.put(entry{key: key, sum: digestOf(ev.Kv.Value), host: host, modRev: ev.Kv.ModRevision, lease: ev.Kv.Lease})
 		case old != nil:
 			// Deleted, or overwritten with something that is not skylb's.
 			n.remove(key)

@@ -72,8 +72,10 @@ func TestProfileColdStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	if _, err := root.Delete(ctx, "/skydns/", clientv3.WithPrefix()); err != nil {
-		t.Fatal(err)
+	for _, dir := range []string{"/skydns/", "/skylb/"} {
+		if _, err := root.Delete(ctx, dir, clientv3.WithPrefix()); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	log := logrus.New()
@@ -84,10 +86,11 @@ func TestProfileColdStart(t *testing.T) {
 		Source: source.Config{
 			Zones: zones, TTL: 30, AddressSource: source.ModeAuto,
 			Filter:   source.Filter{Denied: source.DefaultDeniedCIDRs},
-			MaxNames: source.DefaultMaxNames, MaxAddresses: source.DefaultMaxAddresses,
+			MaxNames: source.DefaultMaxNames, MaxAddresses: source.DefaultMaxAddresses, SRV: true,
 		},
-		Prefix: "/skydns", Owner: "default", ResyncInterval: 5 * time.Minute, EtcdTimeout: 5 * time.Second,
-		HealthWorkers: 32, Log: log,
+		Prefix: "/skydns", Owner: "default", ClaimPrefix: "/skylb/claims",
+		ResyncInterval: 5 * time.Minute, EtcdTimeout: 5 * time.Second,
+		HealthWorkers: 32, StartGCPercent: app.DefaultStartGCPercent, Log: log,
 	}
 	kcfg, err := clientcmd.BuildConfigFromFlags("", st.Kubeconfig)
 	if err != nil {
@@ -113,7 +116,8 @@ func TestProfileColdStart(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- app.Run(rctx, cfg, app.Clients{Kube: kube}, etcd) }()
-	want := int64(sc.Services + sc.Ingresses)
+	// Each Service has two named ports, published as SRV records.
+	want := int64(3*sc.Services + sc.Ingresses)
 	var peak uint64 // heap in use, sampled
 	var peakProf bytes.Buffer
 	for {
