@@ -207,7 +207,10 @@ func (b *bench) coldStart(ctx context.Context, res *results) error {
 		return err
 	}
 	sc := b.o.scale
-	c := &coldStart{Objects: sc.Services + sc.Ingresses + 1, Keys: sc.Services + sc.Ingresses + 1}
+	// A record per Service and per Ingress, and one SRV record per named
+	// port: two for each Service of the large cluster, one for the pods
+	// Service.
+	c := &coldStart{Objects: sc.Services + sc.Ingresses + 1, Keys: 3*sc.Services + sc.Ingresses + 2}
 	t := time.Now()
 	logf("creating %d Services and %d Ingresses in %d namespaces, with their status", sc.Services, sc.Ingresses, sc.Namespaces)
 	if err := populate(ctx, b.kube, sc, b.o.creators, logf); err != nil {
@@ -495,9 +498,11 @@ func (b *bench) dnsRate(ctx context.Context, res *results) error {
 	if err := b.restartSkylb(ctx, "--record-expiry=2m"); err != nil {
 		return err
 	}
+	t := time.Now()
 	if err := b.waitLeased(ctx, sc.Services); err != nil {
 		return err
 	}
+	logf("records leased in %.1fs", time.Since(t).Seconds())
 	if d.LeasedCached, err = loadDNS(ctx, addr, names, b.o.dnsWorkers, b.o.rate); err != nil {
 		return err
 	}
@@ -522,9 +527,11 @@ func (b *bench) restartSkylb(ctx context.Context, extra ...string) error {
 	return err
 }
 
-// waitLeased waits until at least n keys under /skydns/ carry a lease.
+// waitLeased waits until at least n keys under /skydns/ carry a lease. At
+// full scale skylb writes every record and claim again to attach the lease,
+// tens of thousands of keys, which takes a busy etcd more than a minute.
 func (b *bench) waitLeased(ctx context.Context, n int) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	for {
 		resp, err := b.etcd.Get(ctx, "/skydns/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
