@@ -159,7 +159,7 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 	p.tellLocked(c.name, &d)
 
 	value := p.encodeClaim(n.shared)
-	if own == nil || !bytes.Equal(own.value, value) || own.lease != p.lease {
+	if own == nil || !bytes.Equal(own.value, value) || own.lease != p.leaseOfLocked(c.name) {
 		c.claimPut = value
 	}
 	if !d.Granted {

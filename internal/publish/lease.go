@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -10,37 +11,67 @@ import (
 )
 
 // With Config.RecordExpiry, every key the Publisher writes (records and
-// claims) is attached to one etcd lease of that TTL, which the Publisher keeps
-// alive. When skylb stops renewing it (its cluster lost, the controller gone),
+// claims) is attached to an etcd lease of that TTL, which the Publisher keeps
+// alive. The names are spread over leaseShards leases by a hash of the name:
+// etcd, for a user that is not root, checks the permission of every key
+// already attached to a lease each time it attaches another, so that one
+// lease for all keys would make writing n keys cost n² checks (minutes at
+// tens of thousands of keys). When skylb stops renewing it (its cluster lost, the controller gone),
 // etcd deletes the keys once the TTL has passed, with no other cluster
 // involved. etcd itself never expires a lease because it was down or electing
 // a leader: it restores every lease's full TTL when a leader takes over.
 //
-// The lease outlives skylb's restarts and hand-overs between replicas: a
-// Publisher adopts the lease its keys already carry when it is still alive
-// and has the configured TTL, so a restart rewrites nothing. It grants a new
-// lease only when there is none to adopt, or when its lease expired; the keys
-// are then rewritten with the new one.
+// The leases outlive skylb's restarts and hand-overs between replicas: a
+// Publisher adopts the lease the keys of a shard already carry when it is
+// still alive and has the configured TTL, so a restart rewrites nothing. It
+// grants a new lease only when there is none to adopt, or when the shard's
+// lease expired; the shard's keys are then rewritten with the new one.
+
+// leaseShards is the number of leases the keys are spread over: 64,000 keys
+// make 500 a lease.
+const leaseShards = 128
+
+// leaseShard returns the lease shard of a stored name.
+func leaseShard(stored string) int {
+	h := fnv.New32a()
+	h.Write([]byte(stored))
+	return int(h.Sum32() % leaseShards)
+}
+
+// leaseOfLocked returns the lease the keys of stored are written with: 0
+// without RecordExpiry, and while its shard holds none.
+func (p *Publisher) leaseOfLocked(stored string) int64 {
+	return p.leases[leaseShard(stored)]
+}
 
 // leaseSeconds returns RecordExpiry in the whole seconds etcd takes.
 func (p *Publisher) leaseSeconds() int64 {
 	return max(int64((p.cfg.RecordExpiry+time.Second-1)/time.Second), 1)
 }
 
-// awaitingLeaseLocked reports whether writes must wait for a lease.
+// awaitingLeaseLocked reports whether writes must wait for a lease: until
+// every shard holds one.
 func (p *Publisher) awaitingLeaseLocked() bool {
-	return p.cfg.RecordExpiry > 0 && !p.cfg.DryRun && p.lease == 0
+	if p.cfg.RecordExpiry == 0 || p.cfg.DryRun {
+		return false
+	}
+	for _, id := range p.leases {
+		if id == 0 {
+			return true
+		}
+	}
+	return false
 }
 
-// leaseLoop obtains the lease once the view is loaded, keeps it alive, and
-// obtains another when it is lost, until ctx ends.
-func (p *Publisher) leaseLoop(ctx context.Context) {
+// leaseLoop obtains the lease of a shard once the view is loaded, keeps it
+// alive, and obtains another when it is lost, until ctx ends.
+func (p *Publisher) leaseLoop(ctx context.Context, shard int) {
 	bo := newBackoff(200*time.Millisecond, maxRetryDelay)
 	for ctx.Err() == nil {
-		id, err := p.obtainLease(ctx)
+		id, err := p.obtainLease(ctx, shard)
 		if err != nil {
 			if ctx.Err() == nil {
-				p.cfg.Log.WithError(err).Warn("obtaining the lease of the records failed")
+				p.cfg.Log.WithError(err).WithField("shard", shard).Warn("obtaining the lease of the records failed")
 			}
 			sleep(ctx, bo.next())
 			continue
@@ -49,14 +80,14 @@ func (p *Publisher) leaseLoop(ctx context.Context) {
 			// Not loaded yet, or not active: wait for either.
 			select {
 			case <-ctx.Done():
-			case <-p.leaseWake:
+			case <-p.leaseWake[shard]:
 			}
 			continue
 		}
 		bo.reset()
 		p.mu.Lock()
-		p.lease = id
-		p.markAllLocked()
+		p.leases[shard] = id
+		p.markShardLocked(shard)
 		p.mu.Unlock()
 
 		p.keepAlive(ctx, id)
@@ -64,13 +95,24 @@ func (p *Publisher) leaseLoop(ctx context.Context) {
 			return
 		}
 		p.leasesLost.Add(1)
-		p.cfg.Log.WithField("lease", hexID(id)).Error("the lease of the records expired; writing them again with a new one")
+		p.cfg.Log.WithFields(logrus.Fields{"lease": hexID(id), "shard": shard}).Error("a lease of the records expired; writing its records again with a new one")
 		p.mu.Lock()
-		if p.lease == int64(id) {
-			p.lease = 0
+		if p.leases[shard] == id {
+			p.leases[shard] = 0
 		}
 		p.mu.Unlock()
 	}
+}
+
+// markShardLocked marks the names of a lease shard, to be written with its
+// lease.
+func (p *Publisher) markShardLocked(shard int) {
+	for stored := range p.names {
+		if _, ok := p.dirty[stored]; !ok && leaseShard(stored) == shard {
+			p.dirty[stored] = false
+		}
+	}
+	p.poke()
 }
 
 // keepAlive renews the lease until it expires or ctx ends.
@@ -85,14 +127,14 @@ func (p *Publisher) keepAlive(ctx context.Context, id int64) {
 	}
 }
 
-// obtainLease returns the lease to write with: the one skylb's keys carry
-// when it is alive with the configured TTL, else a new one. It returns 0 until
-// the view is loaded and the Publisher active: a follower writes nothing, and
-// adopts the leader's lease when it takes over.
-func (p *Publisher) obtainLease(ctx context.Context) (int64, error) {
+// obtainLease returns the lease to write a shard with: the one the shard's
+// keys carry when it is alive with the configured TTL, else a new one. It
+// returns 0 until the view is loaded and the Publisher active: a follower
+// writes nothing, and adopts the leader's leases when it takes over.
+func (p *Publisher) obtainLease(ctx context.Context, shard int) (int64, error) {
 	p.mu.Lock()
 	loaded, active := p.loaded, p.active
-	candidate := p.commonLeaseLocked()
+	candidate := p.commonLeaseLocked(shard)
 	p.mu.Unlock()
 	if !loaded || !active {
 		return 0, nil
@@ -105,7 +147,7 @@ func (p *Publisher) obtainLease(ctx context.Context) (int64, error) {
 			return 0, err
 		}
 		if resp.TTL > 0 && resp.GrantedTTL == p.leaseSeconds() {
-			p.cfg.Log.WithFields(logrus.Fields{"lease": hexID(candidate), "ttl": resp.TTL}).Info("records expire with the lease they carry")
+			p.cfg.Log.WithFields(logrus.Fields{"lease": hexID(candidate), "shard": shard, "ttl": resp.TTL}).Debug("records expire with the lease they carry")
 			return candidate, nil
 		}
 	}
@@ -113,14 +155,17 @@ func (p *Publisher) obtainLease(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	p.cfg.Log.WithFields(logrus.Fields{"lease": hexID(int64(resp.ID)), "ttl": resp.TTL}).Info("granted the lease of the records")
+	p.cfg.Log.WithFields(logrus.Fields{"lease": hexID(int64(resp.ID)), "shard": shard, "ttl": resp.TTL}).Debug("granted a lease of the records")
 	return int64(resp.ID), nil
 }
 
-// commonLeaseLocked returns the lease most of skylb's keys carry, or 0.
-func (p *Publisher) commonLeaseLocked() int64 {
+// commonLeaseLocked returns the lease most of a shard's keys carry, or 0.
+func (p *Publisher) commonLeaseLocked(shard int) int64 {
 	count := make(map[int64]int)
-	for _, n := range p.names {
+	for stored, n := range p.names {
+		if leaseShard(stored) != shard {
+			continue
+		}
 		for _, e := range n.actual {
 			if e.lease != 0 && !e.deleted {
 				count[e.lease]++
@@ -136,12 +181,14 @@ func (p *Publisher) commonLeaseLocked() int64 {
 	return best
 }
 
-// wakeLeaseLocked wakes leaseLoop after the view was loaded or the Publisher
-// became active.
+// wakeLeaseLocked wakes the lease loops after the view was loaded or the
+// Publisher became active.
 func (p *Publisher) wakeLeaseLocked() {
-	select {
-	case p.leaseWake <- struct{}{}:
-	default:
+	for _, wake := range p.leaseWake {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
 	}
 }
 

@@ -225,7 +225,7 @@ type Publisher struct {
 	flushing bool
 
 	wake      chan struct{}
-	leaseWake chan struct{}
+	leaseWake [leaseShards]chan struct{}
 
 	txns, puts, deletes, relists, held atomic.Int64
 	listErrs, watchErrs, txnErrs       atomic.Int64
@@ -248,9 +248,9 @@ type Publisher struct {
 	// shared (see encodeClaim).
 	claimValues [2][]byte
 
-	// lease is the lease every key is written with: 0 without RecordExpiry,
-	// and while none is held (see lease.go).
-	lease int64
+	// leases are the leases the keys are written with, by shard: 0 without
+	// RecordExpiry, and while a shard holds none (see lease.go).
+	leases [leaseShards]int64
 }
 
 type tomb struct {
@@ -269,7 +269,6 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 		dirty:        make(map[string]bool),
 		since:        make(map[string]time.Time),
 		wake:         make(chan struct{}, 1),
-		leaseWake:    make(chan struct{}, 1),
 		active:       !cfg.Inactive,
 		claims:       make(map[string][]claimEntry),
 		foreignBelow: make(map[string]nameSet),
@@ -277,6 +276,9 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 	}
 	if cfg.ClaimPrefix != "" {
 		p.claimDir = trimSlash(cfg.ClaimPrefix) + "/"
+	}
+	for i := range p.leaseWake {
+		p.leaseWake[i] = make(chan struct{}, 1)
 	}
 	p.idle = sync.NewCond(&p.mu)
 	return p
@@ -456,7 +458,9 @@ func (p *Publisher) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { p.flushLoop(ctx) })
 	if p.cfg.RecordExpiry > 0 && !p.cfg.DryRun {
-		wg.Go(func() { p.leaseLoop(ctx) })
+		for shard := range leaseShards {
+			wg.Go(func() { p.leaseLoop(ctx, shard) })
+		}
 	}
 	for ctx.Err() == nil {
 		rev, ok := p.loadWithRetry(ctx)
@@ -719,7 +723,7 @@ func (p *Publisher) diffLocked(stored string) (change, bool) {
 	if n == nil {
 		return change{}, false
 	}
-	c := change{name: stored, event: p.dirty[stored], lease: p.lease}
+	c := change{name: stored, event: p.dirty[stored], lease: p.leaseOfLocked(stored)}
 	var wants []want
 	if p.claimLocked(n, &c) {
 		wants = p.wants(n.records)
