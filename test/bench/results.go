@@ -151,6 +151,9 @@ type dnsRate struct {
 	// With --record-expiry: every record carries an etcd lease.
 	LeasedCached   rateResult `json:"leased_cache_on"`
 	LeasedUncached rateResult `json:"leased_cache_off"`
+	// LeasedSeconds is the time from skylb's restart with --record-expiry to
+	// every record written again with its lease.
+	LeasedSeconds float64 `json:"leased_seconds"`
 }
 
 type microResult struct {
@@ -274,6 +277,7 @@ func (r *results) markdown() string {
 		row("&nbsp;&nbsp;same without the cache (one etcd read per query)", f("%.0f /s (p50 %.0f µs, p99 %.0f µs)", d.Uncached.QPS, d.Uncached.P50Micros, d.Uncached.P99Micros), "", "")
 		if d.LeasedCached.QPS > 0 {
 			row("&nbsp;&nbsp;with `--record-expiry` (leased records), cache on / off", f("%.0f /s / %.0f /s (p99 %.0f µs / %.0f µs)", d.LeasedCached.QPS, d.LeasedUncached.QPS, d.LeasedCached.P99Micros, d.LeasedUncached.P99Micros), "", "")
+			row("&nbsp;&nbsp;restart with `--record-expiry` → every record written again with its lease", f("%.1f s", d.LeasedSeconds), "", "")
 		}
 	}
 	if len(r.Micro) > 0 {
