@@ -129,8 +129,13 @@ func (p *Publisher) removeClaimLocked(stored, owner string) {
 
 // ownClaimLocked returns this cluster's claim on stored, or nil.
 func (p *Publisher) ownClaimLocked(stored string) *claimEntry {
+	return p.claimOfLocked(stored, p.cfg.Owner)
+}
+
+// claimOfLocked returns owner's claim on stored, or nil.
+func (p *Publisher) claimOfLocked(stored, owner string) *claimEntry {
 	list := p.claims[stored]
-	if i, found := slices.BinarySearchFunc(list, p.cfg.Owner, cmpOwner); found {
+	if i, found := slices.BinarySearchFunc(list, owner, cmpOwner); found {
 		return &list[i]
 	}
 	return nil
@@ -153,7 +158,7 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 	others := p.claims[c.name]
 	claims := make([]claim.ClusterClaim, 0, len(others))
 	for _, e := range others {
-		claims = append(claims, claim.ClusterClaim{Owner: e.owner, Shared: e.shared, Created: e.created})
+		claims = append(claims, clusterClaim(e))
 	}
 	d := claim.Decide(p.cfg.Owner, n.shared, claims, p.nestedLocked(c.name, n))
 	p.tellLocked(c.name, &d)
@@ -173,13 +178,20 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 	if own != nil && own.created != 0 {
 		ownCreated = own.created
 	}
-	for _, e := range others {
+	p.rankOlderLocked(c, c.name, ownCreated)
+	p.nestedCmpsLocked(c, own, ownCreated)
+	return true
+}
+
+// rankOlderLocked adds to c the other clusters' written claims on stored that
+// are older than this cluster's (created at ownCreated): the change holds
+// only while they are unchanged.
+func (p *Publisher) rankOlderLocked(c *change, stored string, ownCreated int64) {
+	for _, e := range p.claims[stored] {
 		if e.owner != p.cfg.Owner && e.created != 0 && e.created < ownCreated {
-			c.ranked = append(c.ranked, rankedClaim{name: c.name, owner: e.owner, modRev: e.modRev})
+			c.ranked = append(c.ranked, rankedClaim{name: stored, owner: e.owner, modRev: e.modRev})
 		}
 	}
-	p.nestedCmpsLocked(c, own)
-	return true
 }
 
 // tellLocked remembers the decision on a name (nil: no longer claimed) and

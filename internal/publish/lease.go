@@ -12,14 +12,17 @@ import (
 
 // With Config.RecordExpiry, every key the Publisher writes (records and
 // claims) is attached to an etcd lease of that TTL, which the Publisher keeps
-// alive. The names are spread over leaseShards leases by a hash of the name:
-// etcd, for a user that is not root, checks the permission of every key
-// already attached to a lease each time it attaches another, so that one
-// lease for all keys would make writing n keys cost n² checks (minutes at
-// tens of thousands of keys). When skylb stops renewing it (its cluster lost, the controller gone),
-// etcd deletes the keys once the TTL has passed, with no other cluster
-// involved. etcd itself never expires a lease because it was down or electing
-// a leader: it restores every lease's full TTL when a leader takes over.
+// alive. When skylb stops renewing the leases (its cluster lost, the
+// controller gone), etcd deletes the keys once the TTL has passed, with no
+// other cluster involved. etcd itself never expires a lease because it was
+// down or electing a leader: it restores every lease's full TTL when a leader
+// takes over.
+//
+// The names are spread over leaseShards leases by a hash of the name: etcd,
+// for a user that is not root, checks the permission of every key already
+// attached to a lease each time it attaches another, so that one lease for
+// all keys would make writing n keys cost n² checks (minutes at tens of
+// thousands of keys).
 //
 // The leases outlive skylb's restarts and hand-overs between replicas: a
 // Publisher adopts the lease the keys of a shard already carry when it is

@@ -129,24 +129,17 @@ func (p *Publisher) sharesLocked(stored string) bool {
 
 // sharedByLocked reports whether owner claims stored as shared.
 func (p *Publisher) sharedByLocked(stored, owner string) bool {
-	for _, e := range p.claims[stored] {
-		if e.owner == owner {
-			return e.shared
-		}
-	}
-	return false
+	e := p.claimOfLocked(stored, owner)
+	return e != nil && e.shared
 }
 
 // nestedCmpsLocked adds to c the conditions under which a granted name may be
 // written as far as its ancestors go: for a new claim, no claim created on an
 // ancestor since the claims were read (left in c.above, so that a batch asks
 // about each ancestor once); for any, the older ancestor claims it joined
-// beneath are unchanged.
-func (p *Publisher) nestedCmpsLocked(c *change, own *claimEntry) {
-	ownCreated := int64(1<<63 - 1)
-	if own != nil && own.created != 0 {
-		ownCreated = own.created
-	}
+// beneath are unchanged. ownCreated is the revision of own, the name's own
+// claim, as claimLocked ranks it.
+func (p *Publisher) nestedCmpsLocked(c *change, own *claimEntry, ownCreated int64) {
 	if own == nil {
 		c.above = make([]above, 0, strings.Count(c.name, "."))
 	}
@@ -156,11 +149,7 @@ func (p *Publisher) nestedCmpsLocked(c *change, own *claimEntry) {
 				c.above = append(c.above, above{name: a, since: since})
 			}
 		}
-		for _, e := range p.claims[a] {
-			if e.owner != p.cfg.Owner && e.created != 0 && e.created < ownCreated {
-				c.ranked = append(c.ranked, rankedClaim{name: a, owner: e.owner, modRev: e.modRev})
-			}
-		}
+		p.rankOlderLocked(c, a, ownCreated)
 	}
 }
 
