@@ -164,7 +164,7 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 	p.tellLocked(c.name, &d)
 
 	value := p.encodeClaim(n.shared)
-	if own == nil || !bytes.Equal(own.value, value) || own.lease != p.leaseOfLocked(c.name) {
+	if own == nil || !bytes.Equal(own.value, value) || own.lease != p.leases[n.shard] {
 		c.claimPut = value
 	}
 	if !d.Granted {
@@ -274,7 +274,7 @@ func (p *Publisher) applyClaims(events []*clientv3.Event, rev int64) {
 			p.removeClaimLocked(stored, owner)
 		}
 		if p.names[stored] == nil && owner == p.cfg.Owner {
-			p.names[stored] = &name{}
+			p.names[stored] = newName(stored)
 		}
 		if p.names[stored] != nil {
 			p.markLocked(stored)

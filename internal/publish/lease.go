@@ -31,20 +31,14 @@ import (
 // lease expired; the shard's keys are then rewritten with the new one.
 
 // leaseShards is the number of leases the keys are spread over: 64,000 keys
-// make 500 a lease.
+// make 500 a lease. A shard number fits in a byte.
 const leaseShards = 128
 
 // leaseShard returns the lease shard of a stored name.
-func leaseShard(stored string) int {
+func leaseShard(stored string) uint8 {
 	h := fnv.New32a()
 	h.Write([]byte(stored))
-	return int(h.Sum32() % leaseShards)
-}
-
-// leaseOfLocked returns the lease the keys of stored are written with: 0
-// without RecordExpiry, and while its shard holds none.
-func (p *Publisher) leaseOfLocked(stored string) int64 {
-	return p.leases[leaseShard(stored)]
+	return uint8(h.Sum32() % leaseShards)
 }
 
 // leaseSeconds returns RecordExpiry in the whole seconds etcd takes.
@@ -110,8 +104,8 @@ func (p *Publisher) leaseLoop(ctx context.Context, shard int) {
 // markShardLocked marks the names of a lease shard, to be written with its
 // lease.
 func (p *Publisher) markShardLocked(shard int) {
-	for stored := range p.names {
-		if _, ok := p.dirty[stored]; !ok && leaseShard(stored) == shard {
+	for stored, n := range p.names {
+		if _, ok := p.dirty[stored]; !ok && int(n.shard) == shard {
 			p.dirty[stored] = false
 		}
 	}
@@ -165,8 +159,8 @@ func (p *Publisher) obtainLease(ctx context.Context, shard int) (int64, error) {
 // commonLeaseLocked returns the lease most of a shard's keys carry, or 0.
 func (p *Publisher) commonLeaseLocked(shard int) int64 {
 	count := make(map[int64]int)
-	for stored, n := range p.names {
-		if leaseShard(stored) != shard {
+	for _, n := range p.names {
+		if int(n.shard) != shard {
 			continue
 		}
 		for _, e := range n.actual {

@@ -177,8 +177,16 @@ type name struct {
 	records []skydns.Record
 	// shared and unclaimed are those of the Want.
 	shared, unclaimed bool
+	// shard is the name's lease shard (see lease.go), hashed once; beside
+	// the flags it takes no room.
+	shard uint8
 	// actual are skylb's keys beneath the name, sorted by key.
 	actual []entry
+}
+
+// newName returns the name stored with nothing wanted and no keys.
+func newName(stored string) *name {
+	return &name{shard: leaseShard(stored)}
 }
 
 // find returns the entry of key, or nil.
@@ -306,7 +314,7 @@ func (p *Publisher) Set(stored string, w Want) {
 		if records == nil {
 			return
 		}
-		n = &name{}
+		n = newName(stored)
 		p.names[stored] = n
 	}
 	if (n.records == nil) == (records == nil) && slices.Equal(n.records, records) &&
@@ -723,7 +731,7 @@ func (p *Publisher) diffLocked(stored string) (change, bool) {
 	if n == nil {
 		return change{}, false
 	}
-	c := change{name: stored, event: p.dirty[stored], lease: p.leaseOfLocked(stored)}
+	c := change{name: stored, event: p.dirty[stored], lease: p.leases[n.shard]}
 	var wants []want
 	if p.claimLocked(n, &c) {
 		wants = p.wants(n.records)

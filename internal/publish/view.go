@@ -84,13 +84,15 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 		delete(owned, stored)
 	}
 	for stored, actual := range owned {
-		p.names[stored] = &name{actual: actual}
+		n := newName(stored)
+		n.actual = actual
+		p.names[stored] = n
 	}
 	p.claims, p.claimsRev = claims, rev
 	p.reindexClaimsLocked()
 	for stored := range claims {
 		if p.names[stored] == nil && p.ownClaimLocked(stored) != nil {
-			p.names[stored] = &name{}
+			p.names[stored] = newName(stored)
 		}
 	}
 	p.tombs = nil
@@ -225,7 +227,7 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 		switch {
 		case mine:
 			if n == nil {
-				n = &name{}
+				n = newName(stored)
 				p.names[stored] = n
 			}
 			n.put(entry{key: key, sum: digestOf(ev.Kv.Value), host: host, modRev: ev.Kv.ModRevision, lease: ev.Kv.Lease})
