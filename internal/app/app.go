@@ -236,16 +236,21 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 func firstPass(ctx context.Context, pub *publish.Publisher, ctrl *controller.Controller, writes bool) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
+	if waitReady(ctx, ctrl) == nil && writes {
+		pub.WaitIdle(ctx)
+	}
+}
+
+// waitReady returns once the controller's caches have synced, or ctx's error.
+func waitReady(ctx context.Context, ctrl *controller.Controller) error {
 	for !ctrl.Ready() {
 		select {
 		case <-ctx.Done():
-			return
+			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if writes {
-		pub.WaitIdle(ctx)
-	}
+	return nil
 }
 
 // once waits until everything is published and writes a summary.
@@ -256,12 +261,8 @@ func once(ctx context.Context, cfg Config, pub *publish.Publisher, ctrl *control
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	for !ctrl.Ready() {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("once: informer caches did not sync: %w", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := waitReady(ctx, ctrl); err != nil {
+		return fmt.Errorf("once: informer caches did not sync: %w", err)
 	}
 	if err := pub.WaitIdle(ctx); err != nil {
 		return fmt.Errorf("once: records not published within %v (is etcd reachable?): %w", timeout, err)
