@@ -95,8 +95,12 @@ func New(c Config) (*clientv3.Client, error) {
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 5 * time.Second,
 		AutoSyncInterval:     time.Minute,
-		RejectOldCluster:     true,
-		Logger:               zap.NewNop(),
+		// RejectOldCluster asks every endpoint for Maintenance.Status, which
+		// etcd 3.5.28 and later and some 3.6 releases (3.6.8 among them)
+		// answer only for the root role: with skylb's limited user the client
+		// could not be created. skylb needs nothing newer than etcd 3.5.
+		RejectOldCluster: false,
+		Logger:           zap.NewNop(),
 		// gRPC's default reconnect backoff grows to two minutes; etcd coming
 		// back should be noticed within seconds.
 		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
