@@ -2,14 +2,17 @@
 # Builds the pinned third-party binaries the local stack and the integration
 # tests run, into bin/ at the repository root:
 #
-#   etcd, etcdctl                            go.etcd.io/etcd    (test/tools/go.mod)
+#   etcd, etcdctl, etcdutl                   go.etcd.io/etcd at the version etcd/
+#                                            pins (test/tools/etcd/VERSION/go.mod)
+#   etcd-VERSION                             every other etcd of test/tools/etcd/,
+#                                            for the tests against other versions
 #   kube-apiserver, kube-controller-manager  k8s.io/kubernetes  (test/tools/go.mod)
 #   coredns                                  github.com/coredns/coredns@COREDNS_VERSION
 #
 # A binary is rebuilt only when its stamp file bin/.NAME.version differs from
-# what would be built now (module version, Go version, and a hash of
-# test/tools/go.mod, go.sum, its main.go and the build flags), so bumping a
-# version rebuilds what it affects and a second run is a no-op.
+# what would be built now (module version, Go version, and a hash of its
+# go.mod, go.sum, main.go and the build flags), so bumping a version rebuilds
+# what it affects and a second run is a no-op.
 #
 # CoreDNS, an independent module, builds in the background while the
 # test/tools binaries build one after the other: on 2 cores this keeps both
@@ -25,7 +28,25 @@ COREDNS_VERSION=v1.15.0
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOOLS=$ROOT/test/tools
 BIN_DIR=${BIN_DIR:-$ROOT/bin}
-ALL=(etcd etcdctl kube-apiserver kube-controller-manager coredns)
+ETCD_DIR=$TOOLS/etcd
+
+# etcd_pinned: the etcd version etcd/kustomization.yaml pins for
+# registry.k8s.io/etcd (its tag 3.6.8-0 is etcd 3.6.8).
+etcd_pinned() {
+	awk '/- name: registry.k8s.io\/etcd$/ { want = 1; next }
+		want && /newTag:/ { sub(/-[0-9]+$/, "", $2); print $2; exit }' "$ROOT/etcd/kustomization.yaml"
+}
+ETCD_VERSION=$(etcd_pinned)
+if [ ! -f "$ETCD_DIR/$ETCD_VERSION/go.mod" ]; then
+	echo "etcd/kustomization.yaml pins etcd '$ETCD_VERSION', but test/tools/etcd/$ETCD_VERSION/go.mod does not exist" >&2
+	exit 2
+fi
+ETCD_OTHERS=()
+for dir in "$ETCD_DIR"/*/; do
+	v=$(basename "$dir")
+	[ "$v" = "$ETCD_VERSION" ] || ETCD_OTHERS+=("etcd-$v")
+done
+ALL=(etcd etcdctl etcdutl "${ETCD_OTHERS[@]}" kube-apiserver kube-controller-manager coredns)
 
 command -v go >/dev/null 2>&1 || PATH=$PATH:/usr/local/go/bin
 export CGO_ENABLED=0 GOWORK=off
@@ -62,12 +83,13 @@ kube_ldflags() {
 	echo "$out"
 }
 
-# plan NAME: sets VERSION, LDFLAGS and STAMP for NAME.
+# plan NAME: sets VERSION, LDFLAGS and STAMP for NAME, and MODDIR and PKG,
+# the module directory to build in and the package to build.
 plan() {
-	local module files=()
+	local module='' files=() etcd_version=''
 	case $1 in
-	etcd) module=go.etcd.io/etcd/server/v3 ;;
-	etcdctl) module=go.etcd.io/etcd/etcdctl/v3 ;;
+	etcd | etcdctl | etcdutl) etcd_version=$ETCD_VERSION ;;
+	etcd-*) etcd_version=${1#etcd-} ;;
 	kube-apiserver | kube-controller-manager) module=k8s.io/kubernetes ;;
 	coredns) module= ;;
 	*)
@@ -76,9 +98,21 @@ plan() {
 		;;
 	esac
 	LDFLAGS=$LDFLAGS_BASE
-	if [ -z "$module" ]; then
+	if [ -n "$etcd_version" ]; then
+		# The etcd modules' own main packages, listed as tools in their go.mod.
+		MODDIR=$ETCD_DIR/$etcd_version PKG=go.etcd.io/etcd/server/v3
+		[ "$1" != etcdctl ] || PKG=go.etcd.io/etcd/etcdctl/v3
+		[ "$1" != etcdutl ] || PKG=go.etcd.io/etcd/etcdutl/v3
+		[ -f "$MODDIR/go.mod" ] || {
+			echo "unknown binary '$1': no test/tools/etcd/$etcd_version/go.mod" >&2
+			exit 2
+		}
+		VERSION=v$etcd_version
+		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
+	elif [ -z "$module" ]; then
 		VERSION=$COREDNS_VERSION
 	else
+		MODDIR=$TOOLS PKG=./cmd/$1
 		VERSION=$(tools_version "$module")
 		files=("$TOOLS/go.mod" "$TOOLS/go.sum" "$TOOLS/cmd/$1/main.go")
 	fi
@@ -92,11 +126,11 @@ current() {
 		[ "$(cat "$BIN_DIR/.$1.version")" = "$STAMP" ]
 }
 
-# build_tool NAME: builds test/tools/cmd/NAME into bin/.NAME.tmp.
+# build_tool NAME: builds PKG in MODDIR (from plan) into bin/.NAME.tmp.
 build_tool() {
 	rm -f "$BIN_DIR/.$1.tmp"
-	(cd "$TOOLS" && go build "${BUILD_FLAGS[@]}" -ldflags="$LDFLAGS" \
-		-o "$BIN_DIR/.$1.tmp" "./cmd/$1")
+	(cd "$MODDIR" && go build "${BUILD_FLAGS[@]}" -ldflags="$LDFLAGS" \
+		-o "$BIN_DIR/.$1.tmp" "$PKG")
 }
 
 # start_coredns: starts "go install" of CoreDNS in the background, into a

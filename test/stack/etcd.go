@@ -82,7 +82,7 @@ func (s *Stack) etcdSpec(m EtcdMember) componentSpec {
 	return componentSpec{
 		path: "/bin/bash",
 		args: args,
-		env:  []string{"SKYLB_ETCD=" + s.bin("etcd"), "SKYLB_ETCD_NAME=" + m.Name},
+		env:  []string{"SKYLB_ETCD=" + s.EtcdBinary, "SKYLB_ETCD_NAME=" + m.Name},
 	}
 }
 

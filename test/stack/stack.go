@@ -94,6 +94,10 @@ type Options struct {
 	// EtcdFlags are extra flags for every member of the DNS etcd, after those
 	// of etcd/etcd.flags (later flags win), e.g. --quota-backend-bytes.
 	EtcdFlags []string
+	// EtcdBinary is the DNS etcd's server. Default <BinDir>/etcd, the
+	// version etcd/kustomization.yaml pins; scripts/build-bins.sh also builds
+	// the other supported versions as <BinDir>/etcd-VERSION.
+	EtcdBinary string
 }
 
 // EtcdPorts are the loopback ports of one member of the DNS etcd after the
@@ -247,6 +251,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Corefile == "" {
 		o.Corefile = filepath.Join(o.Root, "coredns", "Corefile")
+	}
+	if o.EtcdBinary == "" {
+		o.EtcdBinary = filepath.Join(o.BinDir, "etcd")
 	}
 	return o, nil
 }
