@@ -65,8 +65,6 @@ const (
 	nsCoreDNS = "skylb-coredns"
 )
 
-// saUser is skylb's ServiceAccount as an API user.
-const saUser = "system:serviceaccount:skylb:skylb"
 
 // crdSource names CRD files in a Go module that ships them.
 type crdSource struct {
@@ -103,10 +101,16 @@ type renderSpec struct {
 	dir        string
 	components []string
 	crd        bool
+	// namespace is an overlay's "namespace:", which moves every object.
+	namespace string
 }
+
+// nsOverlay is the namespace of the overlay that moves skylb out of its own.
+const nsOverlay = "dns-lb"
 
 var renderSpecs = []renderSpec{
 	{name: "skylb", dir: "manifests"},
+	{name: "skylb in " + nsOverlay, dir: "manifests", namespace: nsOverlay},
 	{name: "skylb+cert-manager", dir: "manifests", components: []string{"manifests/cert-manager"}, crd: true},
 	{name: "etcd", dir: "etcd"},
 	{name: "etcd+cert-manager", dir: "etcd", components: []string{"etcd/deploy/cert-manager"}, crd: true},
@@ -169,7 +173,10 @@ func TestManifests(t *testing.T) {
 	})
 
 	t.Run("server dry-run", func(t *testing.T) { dryRun(ctx, t, k, r, certs, haveCRDs) })
-	rbacOK := t.Run("RBAC can-i", func(t *testing.T) { rbacChecks(ctx, t, k, r["skylb"]) })
+	// An overlay in another namespace first: the base's RBAC, applied next,
+	// takes the cluster-wide binding back.
+	t.Run("RBAC can-i in "+nsOverlay, func(t *testing.T) { rbacChecks(ctx, t, k, r["skylb in "+nsOverlay], nsOverlay) })
+	rbacOK := t.Run("RBAC can-i", func(t *testing.T) { rbacChecks(ctx, t, k, r["skylb"], nsSkylb) })
 	t.Run("etcd flags", func(t *testing.T) { etcdFlags(ctx, t, bin, r["etcd"]) })
 	t.Run("rbac-bootstrap Job", func(t *testing.T) { rbacBootstrap(ctx, t, s, bin, r["etcd"]) })
 	t.Run("CoreDNS Corefile", func(t *testing.T) { coreDNS(ctx, t, s, bin, r["coredns"]) })
@@ -332,7 +339,7 @@ func installCRDs(ctx context.Context, t *testing.T, k kubectl, files []string) {
 func render(t *testing.T, root string, spec renderSpec) *rendering {
 	t.Helper()
 	dir := filepath.Join(root, spec.dir)
-	if len(spec.components) > 0 {
+	if len(spec.components) > 0 || spec.namespace != "" {
 		// kustomize takes relative paths only.
 		overlay := t.TempDir()
 		rel := func(p string) string {
@@ -351,6 +358,9 @@ func render(t *testing.T, root string, spec renderSpec) *rendering {
 			"kind":       "Kustomization",
 			"resources":  []string{rel(spec.dir)},
 			"components": comps,
+		}
+		if spec.namespace != "" {
+			k["namespace"] = spec.namespace
 		}
 		b, err := json.Marshal(k) // JSON is YAML
 		if err != nil {
@@ -1200,7 +1210,10 @@ func (a access) String() string {
 	return s + " -n " + a.ns
 }
 
-func rbacChecks(ctx context.Context, t *testing.T, k kubectl, rr *rendering) {
+// rbacChecks applies the RBAC objects of rr, whose skylb runs in namespace
+// ns, and asks the API server what skylb's ServiceAccount may do.
+func rbacChecks(ctx context.Context, t *testing.T, k kubectl, rr *rendering, ns string) {
+	saUser := "system:serviceaccount:" + ns + ":skylb"
 	rbac := rr.filter(func(o *unstructured.Unstructured) bool {
 		return slices.Contains([]string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, o.GetKind())
 	})
@@ -1232,11 +1245,11 @@ func rbacChecks(ctx context.Context, t *testing.T, k kubectl, rr *rendering) {
 		{verb: "patch", resource: "services", sub: "status", ns: "default", allowed: true},
 		{verb: "create", resource: "events", ns: "default", allowed: true},
 		{verb: "patch", resource: "events", ns: "default", allowed: true},
-		{verb: "create", resource: leases, ns: nsSkylb, allowed: true},
-		{verb: "get", resource: leases, name: "skylb", ns: nsSkylb, allowed: true},
-		{verb: "update", resource: leases, name: "skylb", ns: nsSkylb, allowed: true},
+		{verb: "create", resource: leases, ns: ns, allowed: true},
+		{verb: "get", resource: leases, name: "skylb", ns: ns, allowed: true},
+		{verb: "update", resource: leases, name: "skylb", ns: ns, allowed: true},
 		// What it must not.
-		{verb: "get", resource: "secrets", ns: nsSkylb},
+		{verb: "get", resource: "secrets", ns: ns},
 		{verb: "list", resource: "secrets"},
 		{verb: "watch", resource: "secrets"},
 		{verb: "delete", resource: "services", ns: "default"},
@@ -1254,12 +1267,12 @@ func rbacChecks(ctx context.Context, t *testing.T, k kubectl, rr *rendering) {
 		{verb: "list", resource: "customresourcedefinitions.apiextensions.k8s.io"},
 		{verb: "delete", resource: eps, ns: "default"},
 		{verb: "delete", resource: "events", ns: "default"},
-		{verb: "get", resource: leases, name: "other", ns: nsSkylb},
-		{verb: "update", resource: leases, name: "other", ns: nsSkylb},
-		{verb: "delete", resource: leases, name: "skylb", ns: nsSkylb},
+		{verb: "get", resource: leases, name: "other", ns: ns},
+		{verb: "update", resource: leases, name: "other", ns: ns},
+		{verb: "delete", resource: leases, name: "skylb", ns: ns},
 		{verb: "create", resource: leases, ns: "kube-system"},
-		{verb: "get", resource: "configmaps", ns: nsSkylb},
-		{verb: "create", resource: "serviceaccounts", sub: "token", name: "skylb", ns: nsSkylb},
+		{verb: "get", resource: "configmaps", ns: ns},
+		{verb: "create", resource: "serviceaccounts", sub: "token", name: "skylb", ns: ns},
 		{verb: "*", resource: "*"},
 	}
 	var wg sync.WaitGroup
@@ -1532,11 +1545,15 @@ func skylbRuns(ctx context.Context, t *testing.T, s *stack.Stack, rr *rendering)
 	for flag, want := range map[string]string{
 		"etcd-ca-file": tls + "/ca.crt", "etcd-cert-file": tls + "/tls.crt", "etcd-key-file": tls + "/tls.key",
 		"etcd-endpoints": "https://etcd-client.skylb-dns.svc:2379", "http-address": ":8080",
-		"leader-elect": "true", "leader-elect-namespace": nsSkylb, "leader-elect-id": "skylb",
+		"leader-elect": "true", "leader-elect-id": "skylb",
 	} {
 		if got, _ := flagValue(args, flag); got != want {
 			t.Errorf("skylb --%s=%q, want %q", flag, got, want)
 		}
+	}
+	// The Lease is in the pod's own namespace, wherever an overlay puts it.
+	if got, ok := flagValue(args, "leader-elect-namespace"); ok {
+		t.Errorf("skylb --leader-elect-namespace=%q, want it unset: the pod's namespace", got)
 	}
 	if c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe.HTTPGet.Path != "/readyz" ||
 		c.LivenessProbe.HTTPGet.Port.String() != "http" || c.Ports[0].ContainerPort != 8080 {
