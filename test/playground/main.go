@@ -74,6 +74,9 @@ var skylbArgs = []string{
 	// The demo Ingress has no status (there is no ingress controller): it
 	// resolves to the addresses of this Service.
 	"--ingress-service=" + namespace + "/web",
+	// CoreDNS listens on 127.0.0.1: the zone's nameserver, published at the
+	// apex (NS) with its address (ns1.ns.dns.example.org).
+	"--nameserver=ns1=127.0.0.1",
 }
 
 func usage() {
@@ -396,6 +399,7 @@ func printInstructions(root string, s *stack.Stack) {
 	cmd("Service demo/web: the addresses of the nodes that run its ready pods", dig+" web.demo.example.org +short")
 	cmd("the same Service, by its skylb.io/hostname annotation", dig+" www.example.org +short")
 	cmd("Ingress demo/shop (no status of its own: --ingress-service=demo/web)", dig+" shop.example.org +short")
+	cmd("the zone's nameserver (--nameserver=ns1=127.0.0.1) and its address", dig+" example.org NS +short; "+dig+" ns1.ns.dns.example.org +short")
 	section("Kubernetes: API server " + s.APIServerURL)
 	cmd("EXTERNAL-IP of demo/web: the node addresses skylb wrote to its status", kc+" get svc -A")
 	cmd("three pods, one per node, IPs from the nodes' PodCIDRs; the EndpointSlice", kc+" get pods,endpointslices -n demo -o wide")
