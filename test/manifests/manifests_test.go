@@ -51,6 +51,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/clientcmd"
@@ -64,7 +65,6 @@ const (
 	nsEtcd    = "skylb-dns"
 	nsCoreDNS = "skylb-coredns"
 )
-
 
 // crdSource names CRD files in a Go module that ships them.
 type crdSource struct {
@@ -703,8 +703,24 @@ func staticChecks(t *testing.T, root string, r map[string]*rendering, certs *cer
 	if ds.Spec.Template.Spec.NodeSelector["skylb.io/dns"] != "true" {
 		t.Error("the DaemonSet does not select nodes labelled skylb.io/dns=true")
 	}
-	if len(r["coredns+hostnetwork"].ofKind("Deployment")) > 0 || len(r["coredns+hostnetwork"].ofKind("Service")) > 0 {
+	hn := r["coredns+hostnetwork"]
+	if len(hn.ofKind("Deployment")) > 0 || len(hn.filter(func(o *unstructured.Unstructured) bool {
+		return o.GetKind() == "Service" && o.GetName() == "coredns"
+	})) > 0 {
 		t.Error("the hostnetwork variant keeps the Deployment or the NodePort Service")
+	}
+	// skylb's --nameserver-selector finds the DaemonSet's pods.
+	nsSvc := as[corev1.Service](t, hn.get(t, "Service", nsCoreDNS, "coredns-nameservers"))
+	skylbArgs := as[appsv1.Deployment](t, r["skylb"].get(t, "Deployment", nsSkylb, "skylb")).Spec.Template.Spec.Containers[0].Args
+	selector, _ := flagValue(skylbArgs, "nameserver-selector")
+	if sel, err := labels.Parse(selector); err != nil || selector == "" || !sel.Matches(labels.Set(nsSvc.Labels)) {
+		t.Errorf("skylb --nameserver-selector=%q does not select the Service coredns-nameservers (labels %v)", selector, nsSvc.Labels)
+	}
+	if !labels.SelectorFromSet(nsSvc.Spec.Selector).Matches(labels.Set(ds.Spec.Template.Labels)) || nsSvc.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Error("the Service coredns-nameservers is not a headless Service of the DaemonSet's pods")
+	}
+	if sel, _ := labels.Parse(selector); sel != nil && sel.Matches(labels.Set(r["coredns"].get(t, "Service", nsCoreDNS, "coredns").GetLabels())) {
+		t.Error("skylb --nameserver-selector selects the NodePort Service, whose nodes do not serve port 53")
 	}
 
 	// The NodePort Service reaches the container's port.
