@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -134,7 +135,7 @@ func main() {
 	}
 	log := cfg.Log
 	routeKlog(log)
-	kube, gw, err := kubeClients(o.kubeconfig)
+	clients, err := kubeClients(o.kubeconfig)
 	if err != nil {
 		fail(fmt.Errorf("--kubeconfig: %w", err))
 	}
@@ -148,7 +149,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	log.WithFields(logrus.Fields{"version": version, "zones": cfg.Source.Zones, "owner": cfg.Owner, "etcd": o.etcd.Endpoints}).Info("skylb starting")
-	if err := app.Run(ctx, cfg, app.Clients{Kube: kube, Gateway: gw}, etcd); err != nil {
+	if err := app.Run(ctx, cfg, clients, etcd); err != nil {
 		log.WithError(err).Error("skylb stopped")
 		os.Exit(1)
 	}
@@ -451,22 +452,26 @@ func inClusterNamespace() string {
 	return strings.TrimSpace(string(b))
 }
 
-// kubeClients builds the Kubernetes and Gateway API clients from a kubeconfig
-// path, or in-cluster config, or $KUBECONFIG and ~/.kube/config.
-func kubeClients(path string) (kubernetes.Interface, gatewayclient.Interface, error) {
+// kubeClients builds the Kubernetes, Gateway API and metadata clients from a
+// kubeconfig path, or in-cluster config, or $KUBECONFIG and ~/.kube/config.
+func kubeClients(path string) (app.Clients, error) {
 	cfg, err := kubeConfig(path)
 	if err != nil {
-		return nil, nil, err
+		return app.Clients{}, err
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, err
+		return app.Clients{}, err
 	}
 	gw, err := gatewayclient.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, err
+		return app.Clients{}, err
 	}
-	return kube, gw, nil
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return app.Clients{}, err
+	}
+	return app.Clients{Kube: kube, Gateway: gw, Metadata: meta}, nil
 }
 
 // kubeConfig returns the client configuration kubeClient uses.

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/record"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
@@ -96,6 +97,9 @@ type Clients struct {
 	Kube kubernetes.Interface
 	// Gateway is the Gateway API client; nil leaves the Gateway API alone.
 	Gateway gatewayclient.Interface
+	// Metadata, when set, watches CustomResourceDefinitions so that the
+	// Gateway API is picked up as soon as its CRDs are installed.
+	Metadata metadata.Interface
 }
 
 // Run publishes until ctx ends, or once with Config.Once.
@@ -150,7 +154,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 		Log:  cfg.Log.WithField("component", "controller"),
 	}
 	if cfg.GatewayAPI {
-		ctrlCfg.Gateway, ctrlCfg.GatewayPoll = clients.Gateway, cfg.GatewayPoll
+		ctrlCfg.Gateway, ctrlCfg.GatewayPoll, ctrlCfg.CRDs = clients.Gateway, cfg.GatewayPoll, clients.Metadata
 	}
 	if elector != nil {
 		ctrlCfg.Leading = elector.Leading

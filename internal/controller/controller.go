@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -73,7 +74,11 @@ type Config struct {
 	// are served, asked again every GatewayPoll (a minute when 0).
 	Gateway     gatewayclient.Interface
 	GatewayPoll time.Duration
-	Log         logrus.FieldLogger
+	// CRDs, when set with Gateway, watches the metadata of
+	// CustomResourceDefinitions, so that Gateway API CRDs installed later
+	// are picked up within seconds rather than at the next GatewayPoll.
+	CRDs metadata.Interface
+	Log  logrus.FieldLogger
 }
 
 // Controller turns Services and Ingresses into records.
@@ -143,7 +148,7 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 	ingInformer := factory.Networking().V1().Ingresses()
 	sliceInformer := factory.Discovery().V1().EndpointSlices()
 	nodeInformer := factory.Core().V1().Nodes()
-	gw := newGatewayState(cfg.Gateway, cfg.GatewayPoll, strip)
+	gw := newGatewayState(cfg.Gateway, cfg.CRDs, cfg.GatewayPoll, strip)
 	listers := source.Listers{
 		EndpointSlices: sliceInformer.Lister(),
 		Nodes:          nodeInformer.Lister(),

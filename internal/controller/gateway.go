@@ -4,12 +4,17 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
@@ -38,11 +43,14 @@ type gatewayKind struct {
 // installs it later is picked up without a restart.
 type gatewayState struct {
 	client gatewayclient.Interface
+	crds   metadata.Interface // nil: discovery every poll only
 	poll   time.Duration
 	kinds  []*gatewayKind // the Gateway first
+	// kick is signalled when a Gateway API CRD is created or changes.
+	kick chan struct{}
 }
 
-func newGatewayState(client gatewayclient.Interface, poll time.Duration, transform cache.TransformFunc) *gatewayState {
+func newGatewayState(client gatewayclient.Interface, crds metadata.Interface, poll time.Duration, transform cache.TransformFunc) *gatewayState {
 	if client == nil {
 		return nil
 	}
@@ -51,7 +59,7 @@ func newGatewayState(client gatewayclient.Interface, poll time.Duration, transfo
 	}
 	f := gatewayinformers.NewSharedInformerFactoryWithOptions(client, 0, gatewayinformers.WithTransform(transform))
 	v1 := f.Gateway().V1()
-	return &gatewayState{client: client, poll: poll, kinds: []*gatewayKind{
+	return &gatewayState{client: client, crds: crds, poll: poll, kick: make(chan struct{}, 1), kinds: []*gatewayKind{
 		{kind: source.KindGateway, resource: "gateways", informer: v1.Gateways().Informer()},
 		{kind: source.KindHTTPRoute, resource: "httproutes", informer: v1.HTTPRoutes().Informer(), route: func(o any) (source.Route, bool) {
 			r, ok := o.(*gatewayv1.HTTPRoute)
@@ -284,16 +292,87 @@ func (c *Controller) startGatewayAtStart(ctx context.Context) []cache.InformerSy
 	return synced
 }
 
-// runGatewayDiscovery asks discovery every poll interval whether more Gateway
-// API resources are served, and starts their informers. Their objects come
-// in as informer events and are synced like any change.
+// runGatewayDiscovery starts the informers of Gateway API resources served
+// later than the start: it asks discovery every poll interval and, when a
+// Gateway API CRD comes or changes (watchGatewayCRDs), every half second
+// until what it serves is being watched, for at most crdSettle. Their
+// objects come in as informer events and are synced like any change.
 func (c *Controller) runGatewayDiscovery(ctx context.Context) {
 	if c.gw == nil {
 		return
 	}
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		if _, err := c.startServed(ctx); err != nil {
-			c.cfg.Log.WithError(err).Debug("Gateway API discovery failed")
+	c.watchGatewayCRDs(ctx)
+	tick := time.NewTicker(c.gw.poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if _, err := c.startServed(ctx); err != nil {
+				c.cfg.Log.WithError(err).Debug("Gateway API discovery failed")
+			}
+		case <-c.gw.kick:
+			// A new CRD is served once the API server has established it.
+			// The informers run with ctx, not with the poll's shorter one.
+			_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, crdSettle, true, func(context.Context) (bool, error) {
+				if _, err := c.startServed(ctx); err != nil {
+					c.cfg.Log.WithError(err).Debug("Gateway API discovery failed")
+				}
+				return c.gw.allStarted(), nil
+			})
 		}
-	}, c.gw.poll)
+	}
+}
+
+// crdSettle bounds how long discovery is asked again after a Gateway API CRD
+// changed; a CRD the API server has not established by then waits for the
+// next poll.
+const crdSettle = 30 * time.Second
+
+// allStarted reports whether every Gateway API resource is being watched.
+func (g *gatewayState) allStarted() bool {
+	for _, k := range g.kinds {
+		if !k.started.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// crdResource is what watchGatewayCRDs watches, as metadata only.
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// watchGatewayCRDs watches the metadata of CustomResourceDefinitions and
+// kicks discovery when one of the Gateway API group is created or changes.
+// Without the permission to list them (RBAC of an older release) it says so
+// once and leaves discovery to the poll.
+func (c *Controller) watchGatewayCRDs(ctx context.Context) {
+	if c.gw.crds == nil || c.gw.allStarted() {
+		return
+	}
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_, err := c.gw.crds.Resource(crdResource).List(lctx, metav1.ListOptions{Limit: 1})
+	cancel()
+	if err != nil {
+		c.cfg.Log.WithError(err).WithField("every", c.gw.poll).Warn("cannot list CustomResourceDefinitions: Gateway API CRDs installed later are found by the discovery poll")
+		return
+	}
+	inf := metadatainformer.NewFilteredMetadataInformer(c.gw.crds, crdResource, "", 0, cache.Indexers{}, nil).Informer()
+	kick := func(obj any) {
+		if m, ok := obj.(metav1.Object); ok && strings.HasSuffix(m.GetName(), "."+gatewayv1.GroupName) && !c.gw.allStarted() {
+			select {
+			case c.gw.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    kick,
+		UpdateFunc: func(_, obj any) { kick(obj) },
+	}); err != nil {
+		c.cfg.Log.WithError(err).Warn("watch CustomResourceDefinitions")
+		return
+	}
+	go inf.RunWithContext(ctx)
 }
