@@ -71,6 +71,7 @@ type options struct {
 	ttl              uint32
 	owner            string
 	defaultNamespace string
+	apexNamespaces   []string
 	resync           time.Duration
 	addressSource    string
 	lbClass          string
@@ -176,6 +177,7 @@ func flags(o *options) *pflag.FlagSet {
 	fs.DurationVar(&o.recordExpiry, "record-expiry", 0, "when set (e.g. 2m), this cluster's records expire that long after skylb stops renewing their etcd lease; 0 keeps them until skylb removes them")
 	fs.BoolVar(&o.clusterLabel, "cluster-label", false, "insert the owner id before the zone in generated names: <service>.<namespace>.<owner-id>.<zone>")
 	fs.StringVar(&o.defaultNamespace, "default-namespace", "", "also publish Services of this namespace as <service>.<zone>")
+	fs.StringSliceVar(&o.apexNamespaces, "apex-namespaces", nil, "namespaces whose objects may publish a zone's apex (e.g. example.org itself), comma-separated; no other namespace may")
 	fs.DurationVar(&o.resync, "resync-interval", 5*time.Minute, "forced full reconciliation period (0 disables)")
 	fs.StringVar(&o.addressSource, "address-source", "auto", "where addresses come from: auto, nodes, pods or status")
 	fs.StringVar(&o.lbClass, "load-balancer-class", "", "implement LoadBalancer Services of this class; empty means those without a class")
@@ -336,7 +338,7 @@ func (o *options) sourceConfig(zones dnsname.Zones) (source.Config, error) {
 	cfg := source.Config{
 		Zones: zones, TTL: o.ttl, DefaultNamespace: o.defaultNamespace, LoadBalancerClass: o.lbClass,
 		IngressService: o.ingressService, MaxNames: o.maxNames, MaxAddresses: o.maxAddresses,
-		SRV: o.srv,
+		SRV: o.srv, ApexNamespaces: o.apexNamespaces,
 	}
 	if o.clusterLabel {
 		cfg.ClusterLabel = o.owner
@@ -346,6 +348,11 @@ func (o *options) sourceConfig(zones dnsname.Zones) (source.Config, error) {
 	}
 	if o.defaultNamespace != "" && !dnsname.IsLabel(o.defaultNamespace) {
 		return cfg, fmt.Errorf("--default-namespace: %q is not a namespace name", o.defaultNamespace)
+	}
+	for _, ns := range o.apexNamespaces {
+		if !dnsname.IsLabel(ns) {
+			return cfg, fmt.Errorf("--apex-namespaces: %q is not a namespace name", ns)
+		}
 	}
 	var err error
 	if cfg.AddressSource, err = source.ParseMode(o.addressSource); err != nil {

@@ -73,6 +73,9 @@ type Config struct {
 	// SRV publishes SRV records for the named ports of Services, unless a
 	// Service's annotation says otherwise.
 	SRV bool
+	// ApexNamespaces are the namespaces whose objects may publish a zone's
+	// apex; the apex is the operator's, so with none no object may.
+	ApexNamespaces []string
 }
 
 // Defaults of the caps.
@@ -280,6 +283,11 @@ func (b *Builder) addName(p *Publication, name string, generated bool) {
 	placed, err := b.cfg.Zones.Place(name)
 	if err != nil {
 		p.problem(ReasonInvalidHostname, "hostname %q is not published: %v", name, err)
+		return
+	}
+	if placed.Apex() && !slices.Contains(b.cfg.ApexNamespaces, p.Namespace) {
+		p.problem(ReasonApexRefused, "hostname %q is not published: it is the apex of zone %s, which only the namespaces of --apex-namespaces may publish, and %s is not one of them",
+			placed.Name, placed.Zone, p.Namespace)
 		return
 	}
 	for i, n := range p.Names {

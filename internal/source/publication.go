@@ -66,6 +66,7 @@ type Problem struct {
 // Reasons of the Warning Events skylb emits.
 const (
 	ReasonInvalidHostname   = "InvalidHostname"
+	ReasonApexRefused       = "ApexRefused"
 	ReasonInvalidAddress    = "InvalidAddress"
 	ReasonInvalidTTL        = "InvalidTTL"
 	ReasonHostnameConflict  = "HostnameConflict"
