@@ -346,7 +346,10 @@ func records(stored string, claims []claim, maxAddrs int, problems map[string][]
 // nothing) gets none, since an SRV target must have addresses (RFC 2782),
 // and neither does the apex, stored apart from the names beneath it.
 func srvRecords(stored string, claims []claim, recs []skydns.Record) map[string][]skydns.Record {
-	if len(recs) == 0 || recs[0].Type() == skydns.CNAME || claims[0].name.Apex() {
+	if len(recs) == 0 || claims[0].name.Apex() {
+		return nil
+	}
+	if t := recs[0].Type(); t != skydns.A && t != skydns.AAAA {
 		return nil
 	}
 	out := make(map[string][]skydns.Record)
