@@ -89,6 +89,7 @@ type options struct {
 	leaderElect      bool
 	leader           leader.Config
 	healthWorkers    int
+	noEndpointsGrace time.Duration
 	nameservers      []string
 	nsSelector       string
 	printDelegation  bool
@@ -203,6 +204,7 @@ func flags(o *options) *pflag.FlagSet {
 	fs.DurationVar(&o.leader.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before it steps down")
 	fs.DurationVar(&o.leader.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
 	fs.IntVar(&o.healthWorkers, "health-workers", 32, "health probes running at once")
+	fs.DurationVar(&o.noEndpointsGrace, "no-endpoints-grace", 30*time.Second, "how long a new Service may wait for its first ready endpoints before its NoEndpoints Warning; a Service that had endpoints and lost them is warned about at once")
 	fs.StringArrayVar(&o.nameservers, "nameserver", nil, "a DNS server of the zones, label=IP or IP (IPv4 or IPv6), published as the nameserver <label>.ns.dns.<zone>; repeatable; without a label: ns1, ns2, ... by address")
 	fs.StringVar(&o.nsSelector, "nameserver-selector", "", "label selector of the DNS server's Service, e.g. app.kubernetes.io/name=coredns: the addresses of the nodes running its ready endpoints are published as nameservers too (for CoreDNS on host port 53 or the host network)")
 	fs.BoolVar(&o.printDelegation, "print-delegation", false, "print the NS and glue records the parent zone needs and conditional-forwarder settings, then exit; reads the cluster only for --nameserver-selector")
@@ -254,6 +256,9 @@ func (o *options) config() (app.Config, error) {
 		o.leader.Identity = host
 		o.leader.EtcdKey = "/skylb/leader/" + o.owner
 	}
+	if o.noEndpointsGrace < 0 {
+		return app.Config{}, fmt.Errorf("--no-endpoints-grace: must not be negative")
+	}
 	if o.resync < 0 {
 		return app.Config{}, fmt.Errorf("--resync-interval: must not be negative")
 	}
@@ -281,27 +286,28 @@ func (o *options) config() (app.Config, error) {
 		return app.Config{}, err
 	}
 	return app.Config{
-		Source:         src,
-		MaxDeleteRatio: o.maxDeleteRatio,
-		ClaimPrefix:    claims,
-		RecordExpiry:   o.recordExpiry,
-		Version:        version,
-		LeaderElect:    o.leaderElect,
-		Leader:         o.leader,
-		DryRun:         o.dryRun,
-		HealthWorkers:  o.healthWorkers,
-		StartGCPercent: startGCPercent(),
-		Zone:           zoneCfg,
-		Once:           o.once,
-		Summary:        os.Stdout,
-		Prefix:         strings.TrimRight(o.prefix, "/"),
-		Owner:          o.owner,
-		ResyncInterval: o.resync,
-		EtcdTimeout:    5 * time.Second,
-		HTTPAddress:    o.httpAddress,
-		GatewayAPI:     o.gatewayAPI,
-		GatewayPoll:    o.gatewayPoll,
-		Log:            log,
+		Source:           src,
+		MaxDeleteRatio:   o.maxDeleteRatio,
+		ClaimPrefix:      claims,
+		RecordExpiry:     o.recordExpiry,
+		Version:          version,
+		LeaderElect:      o.leaderElect,
+		Leader:           o.leader,
+		DryRun:           o.dryRun,
+		HealthWorkers:    o.healthWorkers,
+		NoEndpointsGrace: o.noEndpointsGrace,
+		StartGCPercent:   startGCPercent(),
+		Zone:             zoneCfg,
+		Once:             o.once,
+		Summary:          os.Stdout,
+		Prefix:           strings.TrimRight(o.prefix, "/"),
+		Owner:            o.owner,
+		ResyncInterval:   o.resync,
+		EtcdTimeout:      5 * time.Second,
+		HTTPAddress:      o.httpAddress,
+		GatewayAPI:       o.gatewayAPI,
+		GatewayPoll:      o.gatewayPoll,
+		Log:              log,
 	}, nil
 }
 

@@ -155,10 +155,11 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 			}
 		}
 		p.Addresses = keepFamilies(p.Addresses, svc.Spec.IPFamilies)
-		b.cfg.Filter.apply(p)
 		if len(p.Addresses) == 0 {
 			p.problem(ReasonNoEndpoints, "no ready endpoints%s; no records are published", map[Mode]string{ModeNodes: " on usable nodes"}[p.Mode])
 		}
+		// Addresses refused are told as AddressRefused, not as missing endpoints.
+		b.cfg.Filter.apply(p)
 	}
 	p.Ports = b.servicePorts(p, svc)
 	b.finish(p)
