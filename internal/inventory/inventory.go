@@ -51,15 +51,13 @@ type Inventory struct {
 	// when the etcd user may not read them (CoreDNS's read-only user).
 	ClaimPrefix  string
 	ClaimsDenied bool
-	// LeasesDenied is set when the etcd user may not ask the time left on a
-	// lease: etcd asks for read permission on every key attached to it.
-	LeasesDenied bool
 }
 
 // Read reads the records under prefix and the claims under claimPrefix (none
-// when empty), and the time left on their leases. Claims and leases the etcd
-// user may not read are told in the inventory, not as an error: the records
-// are still worth reading.
+// when empty), and the time left on their leases. Claims the etcd user may
+// not read are told in the inventory, not as an error: the records are still
+// worth reading. (etcd tells any user the time left on a lease when the
+// lease's keys are not asked for.)
 func Read(ctx context.Context, c *clientv3.Client, prefix, claimPrefix string) (*Inventory, error) {
 	inv := &Inventory{LeaseTTL: make(map[int64]time.Duration), ClaimPrefix: claimPrefix}
 	dir := strings.TrimSuffix(prefix, "/") + "/"
@@ -103,12 +101,7 @@ func Read(ctx context.Context, c *clientv3.Client, prefix, claimPrefix string) (
 	delete(inv.LeaseTTL, 0)
 	for id := range inv.LeaseTTL {
 		r, err := c.TimeToLive(ctx, clientv3.LeaseID(id))
-		switch {
-		case errors.Is(err, rpctypes.ErrPermissionDenied):
-			inv.LeasesDenied = true
-			delete(inv.LeaseTTL, id)
-			continue
-		case err != nil:
+		if err != nil {
 			return nil, fmt.Errorf("lease %x: %w", id, err)
 		}
 		inv.LeaseTTL[id] = time.Duration(r.TTL) * time.Second
@@ -120,8 +113,8 @@ func Read(ctx context.Context, c *clientv3.Client, prefix, claimPrefix string) (
 // without records, by name: the name queried (a zone's apex records under the
 // zone), and the type CoreDNS serves the record as, "none" for the apex guard,
 // which answers with no data. self is the reader's owner id: other owners are
-// marked foreign. Claims or leases that could not be read show as "?", with a
-// note after the table.
+// marked foreign. Claims that could not be read show as "?", with a note
+// after the table.
 func (inv *Inventory) Write(w io.Writer, self string) error {
 	type line struct{ name, typ, host, ttl, owner, claim, expiry string }
 	claims := make(map[string][]claim.ClusterClaim)
@@ -172,11 +165,7 @@ func (inv *Inventory) Write(w io.Writer, self string) error {
 		if lease == 0 {
 			return "never"
 		}
-		ttl, ok := inv.LeaseTTL[lease]
-		switch {
-		case !ok:
-			return "?"
-		case ttl > 0:
+		if ttl := inv.LeaseTTL[lease]; ttl > 0 {
 			return "in " + ttl.String()
 		}
 		return "expired"
@@ -215,9 +204,6 @@ func (inv *Inventory) Write(w io.Writer, self string) error {
 	}
 	if inv.ClaimsDenied {
 		fmt.Fprintf(w, "\nclaims under %s/ could not be read (permission denied): CLAIM is unknown (?); skylb's own etcd user can read them\n", strings.TrimSuffix(inv.ClaimPrefix, "/"))
-	}
-	if inv.LeasesDenied {
-		fmt.Fprintln(w, "\nthe time left on some leases could not be read (permission denied: etcd wants read permission on every key of a lease): EXPIRES is unknown (?)")
 	}
 	return nil
 }
