@@ -72,6 +72,7 @@ type options struct {
 	ttl              uint32
 	owner            string
 	defaultNamespace string
+	apexNamespaces   []string
 	resync           time.Duration
 	addressSource    string
 	lbClass          string
@@ -89,6 +90,7 @@ type options struct {
 	leaderElect      bool
 	leader           leader.Config
 	healthWorkers    int
+	noEndpointsGrace time.Duration
 	nameservers      []string
 	nsSelector       string
 	printDelegation  bool
@@ -177,6 +179,7 @@ func flags(o *options) *pflag.FlagSet {
 	fs.DurationVar(&o.recordExpiry, "record-expiry", 0, "when set (e.g. 2m), this cluster's records expire that long after skylb stops renewing their etcd lease; 0 keeps them until skylb removes them")
 	fs.BoolVar(&o.clusterLabel, "cluster-label", false, "insert the owner id before the zone in generated names: <service>.<namespace>.<owner-id>.<zone>")
 	fs.StringVar(&o.defaultNamespace, "default-namespace", "", "also publish Services of this namespace as <service>.<zone>")
+	fs.StringSliceVar(&o.apexNamespaces, "apex-namespaces", nil, "namespaces whose objects may publish a zone's apex (e.g. example.org itself), comma-separated; no other namespace may")
 	fs.DurationVar(&o.resync, "resync-interval", 5*time.Minute, "forced full reconciliation period (0 disables)")
 	fs.StringVar(&o.addressSource, "address-source", "auto", "where addresses come from: auto, nodes, pods or status")
 	fs.StringVar(&o.lbClass, "load-balancer-class", "", "implement LoadBalancer Services of this class; empty means those without a class")
@@ -202,6 +205,7 @@ func flags(o *options) *pflag.FlagSet {
 	fs.DurationVar(&o.leader.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before it steps down")
 	fs.DurationVar(&o.leader.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
 	fs.IntVar(&o.healthWorkers, "health-workers", 32, "health probes running at once")
+	fs.DurationVar(&o.noEndpointsGrace, "no-endpoints-grace", 30*time.Second, "how long a new Service may wait for its first ready endpoints before its NoEndpoints Warning; a Service that had endpoints and lost them is warned about at once")
 	fs.StringArrayVar(&o.nameservers, "nameserver", nil, "a DNS server of the zones, label=IP or IP (IPv4 or IPv6), published as the nameserver <label>.ns.dns.<zone>; repeatable; without a label: ns1, ns2, ... by address")
 	fs.StringVar(&o.nsSelector, "nameserver-selector", "", "label selector of the DNS server's Service, e.g. app.kubernetes.io/name=coredns: the addresses of the nodes running its ready endpoints are published as nameservers too (for CoreDNS on host port 53 or the host network)")
 	fs.BoolVar(&o.printDelegation, "print-delegation", false, "print the NS and glue records the parent zone needs and conditional-forwarder settings, then exit; reads the cluster only for --nameserver-selector")
@@ -253,6 +257,9 @@ func (o *options) config() (app.Config, error) {
 		o.leader.Identity = host
 		o.leader.EtcdKey = "/skylb/leader/" + o.owner
 	}
+	if o.noEndpointsGrace < 0 {
+		return app.Config{}, fmt.Errorf("--no-endpoints-grace: must not be negative")
+	}
 	if o.resync < 0 {
 		return app.Config{}, fmt.Errorf("--resync-interval: must not be negative")
 	}
@@ -280,27 +287,28 @@ func (o *options) config() (app.Config, error) {
 		return app.Config{}, err
 	}
 	return app.Config{
-		Source:         src,
-		MaxDeleteRatio: o.maxDeleteRatio,
-		ClaimPrefix:    claims,
-		RecordExpiry:   o.recordExpiry,
-		Version:        version,
-		LeaderElect:    o.leaderElect,
-		Leader:         o.leader,
-		DryRun:         o.dryRun,
-		HealthWorkers:  o.healthWorkers,
-		StartGCPercent: startGCPercent(),
-		Zone:           zoneCfg,
-		Once:           o.once,
-		Summary:        os.Stdout,
-		Prefix:         strings.TrimRight(o.prefix, "/"),
-		Owner:          o.owner,
-		ResyncInterval: o.resync,
-		EtcdTimeout:    5 * time.Second,
-		HTTPAddress:    o.httpAddress,
-		GatewayAPI:     o.gatewayAPI,
-		GatewayPoll:    o.gatewayPoll,
-		Log:            log,
+		Source:           src,
+		MaxDeleteRatio:   o.maxDeleteRatio,
+		ClaimPrefix:      claims,
+		RecordExpiry:     o.recordExpiry,
+		Version:          version,
+		LeaderElect:      o.leaderElect,
+		Leader:           o.leader,
+		DryRun:           o.dryRun,
+		HealthWorkers:    o.healthWorkers,
+		NoEndpointsGrace: o.noEndpointsGrace,
+		StartGCPercent:   startGCPercent(),
+		Zone:             zoneCfg,
+		Once:             o.once,
+		Summary:          os.Stdout,
+		Prefix:           strings.TrimRight(o.prefix, "/"),
+		Owner:            o.owner,
+		ResyncInterval:   o.resync,
+		EtcdTimeout:      5 * time.Second,
+		HTTPAddress:      o.httpAddress,
+		GatewayAPI:       o.gatewayAPI,
+		GatewayPoll:      o.gatewayPoll,
+		Log:              log,
 	}, nil
 }
 
@@ -337,7 +345,7 @@ func (o *options) sourceConfig(zones dnsname.Zones) (source.Config, error) {
 	cfg := source.Config{
 		Zones: zones, TTL: o.ttl, DefaultNamespace: o.defaultNamespace, LoadBalancerClass: o.lbClass,
 		IngressService: o.ingressService, MaxNames: o.maxNames, MaxAddresses: o.maxAddresses,
-		SRV: o.srv,
+		SRV: o.srv, ApexNamespaces: o.apexNamespaces,
 	}
 	if o.clusterLabel {
 		cfg.ClusterLabel = o.owner
@@ -347,6 +355,11 @@ func (o *options) sourceConfig(zones dnsname.Zones) (source.Config, error) {
 	}
 	if o.defaultNamespace != "" && !dnsname.IsLabel(o.defaultNamespace) {
 		return cfg, fmt.Errorf("--default-namespace: %q is not a namespace name", o.defaultNamespace)
+	}
+	for _, ns := range o.apexNamespaces {
+		if !dnsname.IsLabel(ns) {
+			return cfg, fmt.Errorf("--apex-namespaces: %q is not a namespace name", ns)
+		}
 	}
 	var err error
 	if cfg.AddressSource, err = source.ParseMode(o.addressSource); err != nil {

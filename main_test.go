@@ -1,8 +1,12 @@
 package main
 
 import (
+	"os"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 // parse returns the options of a command line, defaults included.
@@ -74,5 +78,38 @@ func TestPrintDelegationFromFlags(t *testing.T) {
 	o = parse(t, "--zone=k8s.example.com")
 	if code := printDelegation(&o, &out, &errs); code == 0 || out.Len() != 0 {
 		t.Errorf("printDelegation without nameservers = %d, output %q", code, out.String())
+	}
+}
+
+// TestREADMEFlags checks the README's flag table against the command line:
+// every flag is listed, and every flag listed exists.
+func TestREADMEFlags(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "\n## Flags\n")
+	if !ok {
+		t.Fatal("README.md has no Flags section")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	listed := make(map[string]bool)
+	for _, line := range strings.Split(table, "\n") {
+		first, _, _ := strings.Cut(strings.TrimPrefix(line, "|"), "|")
+		for _, m := range regexp.MustCompile("`--([a-z0-9-]+)`").FindAllStringSubmatch(first, -1) {
+			listed[m[1]] = true
+		}
+	}
+	defined := make(map[string]bool)
+	flags(&options{}).VisitAll(func(f *pflag.Flag) { defined[f.Name] = true })
+	for name := range defined {
+		if !listed[name] {
+			t.Errorf("flag --%s is not in the README's Flags table", name)
+		}
+	}
+	for name := range listed {
+		if !defined[name] {
+			t.Errorf("README's Flags table lists --%s, which is not a flag", name)
+		}
 	}
 }

@@ -60,6 +60,9 @@ type Config struct {
 
 	// HealthWorkers bounds the health probes running at once.
 	HealthWorkers int
+	// NoEndpointsGrace is how long a new Service may wait for its first
+	// endpoints before it is warned about (see controller.Config).
+	NoEndpointsGrace time.Duration
 
 	// StartGCPercent, when above 0, is the collector's GOGC from the start
 	// until the first full pass is in etcd; the previous setting is restored
@@ -144,6 +147,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 		DryRun:           cfg.DryRun,
 		ObserveReconcile: func(d time.Duration) { m.ReconcileDuration.Observe(d.Seconds()) },
 		HealthWorkers:    cfg.HealthWorkers,
+		NoEndpointsGrace: cfg.NoEndpointsGrace,
 		ObserveProbe: func(r health.Result) {
 			m.ProbeDuration.Observe(r.Duration.Seconds())
 			if r.Err != nil {

@@ -3,10 +3,14 @@
 //
 // CoreDNS answers a name with every record stored beneath it, so two namespaces
 // must never publish names where one equals or lies beneath the other. Claims are
-// ranked: generated names (<service>.<namespace>.<zone>) first, then older objects,
-// then by namespace and name. A claim is granted unless a better-ranked claim of
-// another namespace holds a related name. Objects of one namespace may share a
-// name; their addresses are merged.
+// ranked first come, first served: older objects (creationTimestamp) first, then
+// by namespace and name, whatever the kind of name, generated names
+// (<service>.<namespace>.<zone>) included. The ranking depends on the objects
+// alone, so the order of events and a restart never change the outcome. A claim
+// is granted unless a better-ranked claim of another namespace holds a related
+// name: a later object never takes a name from an older one of another
+// namespace. Objects of one namespace may share a name; their addresses are
+// merged.
 //
 // Names are resolved in groups: all names below the same child of a zone (for
 // example everything under default.example.org), and the zone apex on its own.
@@ -149,13 +153,10 @@ type claim struct {
 	objName string
 }
 
+// rank orders claims first come, first served: the older object, then
+// namespace and name, so that ties of creationTimestamp (whole seconds) are
+// decided the same way every time.
 func rank(a, b claim) int {
-	if a.name.Generated != b.name.Generated {
-		if a.name.Generated {
-			return -1
-		}
-		return 1
-	}
 	return cmp.Or(
 		a.pub.Created.Compare(b.pub.Created),
 		cmp.Compare(a.pub.Namespace, b.pub.Namespace),
@@ -345,7 +346,10 @@ func records(stored string, claims []claim, maxAddrs int, problems map[string][]
 // nothing) gets none, since an SRV target must have addresses (RFC 2782),
 // and neither does the apex, stored apart from the names beneath it.
 func srvRecords(stored string, claims []claim, recs []skydns.Record) map[string][]skydns.Record {
-	if len(recs) == 0 || recs[0].Type() == skydns.CNAME || claims[0].name.Apex() {
+	if len(recs) == 0 || claims[0].name.Apex() {
+		return nil
+	}
+	if t := recs[0].Type(); t != skydns.A && t != skydns.AAAA {
 		return nil
 	}
 	out := make(map[string][]skydns.Record)

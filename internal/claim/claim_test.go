@@ -341,19 +341,59 @@ func TestResolve(t *testing.T) {
 			},
 		},
 		{
-			name: "generated name beats an older annotation claim",
+			name: "an older annotation claim beats a later generated name",
 			pubs: []*source.Publication{
 				pub("ingress/a/front", 0, names("web.b.example.org", "api.web.b.example.org"), addrs("192.0.2.1")),
 				pub("service/b/web", 10, generated("web.b.example.org"), addrs("192.0.2.2")),
 			},
 			wantRecords: map[string][]skydns.Record{
-				"web.b.example.org": {rec("web.b.example.org", "192.0.2.2", 300, "service/b/web")},
+				"web.b.example.org":     {rec("web.b.example.org", "192.0.2.1", 300, "ingress/a/front")},
+				"api.web.b.example.org": {rec("api.web.b.example.org", "192.0.2.1", 300, "ingress/a/front")},
 			},
 			wantProblems: map[string][]source.Problem{
-				"ingress/a/front": {
-					conflictProblem("api.web.b.example.org namespace b"),
-					conflictProblem("web.b.example.org namespace b"),
-				},
+				"service/b/web": {conflictProblem("web.b.example.org namespace a")},
+			},
+		},
+		{
+			// An Ingress of namespace demo publishes shop.example.org; a
+			// later Service api of a new namespace shop generates
+			// api.shop.example.org beneath it, and is refused.
+			name: "a later generated name beneath an older name is refused",
+			pubs: []*source.Publication{
+				pub("ingress/demo/shop", 0, names("shop.example.org"), addrs("192.0.2.1")),
+				pub("service/shop/api", 10, generated("api.shop.example.org"), addrs("192.0.2.2")),
+			},
+			wantRecords: map[string][]skydns.Record{
+				"shop.example.org": {rec("shop.example.org", "192.0.2.1", 300, "ingress/demo/shop")},
+			},
+			wantProblems: map[string][]source.Problem{
+				"service/shop/api": {conflictProblem("api.shop.example.org shop.example.org namespace demo")},
+			},
+		},
+		{
+			name: "an older generated name keeps a later annotation claim above it out",
+			pubs: []*source.Publication{
+				pub("service/shop/api", 0, generated("api.shop.example.org"), addrs("192.0.2.2")),
+				pub("ingress/demo/shop", 10, names("shop.example.org"), addrs("192.0.2.1")),
+			},
+			wantRecords: map[string][]skydns.Record{
+				"api.shop.example.org": {rec("api.shop.example.org", "192.0.2.2", 300, "service/shop/api")},
+			},
+			wantProblems: map[string][]source.Problem{
+				"ingress/demo/shop": {conflictProblem("shop.example.org a name beneath it namespace shop")},
+			},
+		},
+		{
+			name: "same age: namespace, then name, decide",
+			pubs: []*source.Publication{
+				pub("service/shop/api", 0, generated("api.shop.example.org"), addrs("192.0.2.2")),
+				pub("ingress/demo/shop", 0, names("shop.example.org"), addrs("192.0.2.1")),
+			},
+			wantRecords: map[string][]skydns.Record{
+				"shop.example.org": {rec("shop.example.org", "192.0.2.1", 300, "ingress/demo/shop")},
+			},
+			wantProblems: map[string][]source.Problem{
+				"service/shop/api": {conflictProblem("api.shop.example.org shop.example.org namespace demo")},
 			},
 		},
 		{
@@ -663,11 +703,8 @@ type propClaim struct {
 }
 
 // better reports whether claim a ranks before claim b by the documented rules:
-// generated names first, then older objects, then namespace and object name.
+// older objects first, then namespace and object name, whatever the kind of name.
 func better(a, b propClaim) bool {
-	if a.name.Generated != b.name.Generated {
-		return a.name.Generated
-	}
 	return cmp.Or(
 		a.pub.Created.Compare(b.pub.Created),
 		cmp.Compare(a.pub.Namespace, b.pub.Namespace),

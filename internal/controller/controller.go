@@ -60,6 +60,10 @@ type Config struct {
 	Leading func() bool
 	// DryRun logs status writes and Events instead of making them.
 	DryRun bool
+	// NoEndpointsGrace is how long a new object may wait for its first
+	// endpoints before its NoEndpoints Warning is sent; 0 sends it at once.
+	// An object that had endpoints and lost them is warned about at once.
+	NoEndpointsGrace time.Duration
 	// ObserveReconcile, when set, is told how long each object's sync took.
 	ObserveReconcile func(time.Duration)
 	// HealthWorkers bounds the health probes running at once.
@@ -111,7 +115,9 @@ type Controller struct {
 	told     map[string]uint64
 	toldSeed maphash.Seed
 	failOpen map[string]bool // sources publishing all addresses, none being healthy
-	ready    bool
+	// endpoints holds, by source, what decides when NoEndpoints is told.
+	endpoints map[string]endpointWatch
+	ready     bool
 
 	observedMu sync.Mutex
 	observed   map[string]time.Time // key -> when a change to it was first seen, until synced
@@ -173,15 +179,16 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		statusQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb-status"}),
-		index:    claim.NewIndex(cfg.Source.MaxAddresses),
-		conflict: make(map[string]map[string][]source.Problem),
-		reported: make(map[string][]source.Problem),
-		granted:  make(map[string]map[string][]string),
-		told:     make(map[string]uint64),
-		toldSeed: maphash.MakeSeed(),
-		failOpen: make(map[string]bool),
-		observed: make(map[string]time.Time),
-		chosen:   make(map[string]netip.Addr),
+		index:     claim.NewIndex(cfg.Source.MaxAddresses),
+		conflict:  make(map[string]map[string][]source.Problem),
+		reported:  make(map[string][]source.Problem),
+		granted:   make(map[string]map[string][]string),
+		told:      make(map[string]uint64),
+		toldSeed:  maphash.MakeSeed(),
+		failOpen:  make(map[string]bool),
+		endpoints: make(map[string]endpointWatch),
+		observed:  make(map[string]time.Time),
+		chosen:    make(map[string]netip.Addr),
 	}
 	c.prober = health.NewProber(cfg.HealthWorkers, c.healthChanged, cfg.ObserveProbe)
 	c.synced = append(c.synced,
@@ -827,8 +834,11 @@ func (c *Controller) tellPublishedLocked(src string, pub *source.Publication) {
 		addrs = []string{"CNAME " + pub.Targets[0]}
 	}
 	what := "no addresses yet"
-	if len(addrs) > 0 {
+	switch {
+	case len(addrs) > 0:
 		what = strings.Join(addrs, ", ")
+	case slices.ContainsFunc(pub.Problems, func(p source.Problem) bool { return p.Reason == source.ReasonAddressRefused }):
+		what = "no addresses: every address was refused (see AddressRefused)"
 	}
 	msg := "published " + strings.Join(names, ", ") + ": " + what
 	h := maphash.String(c.toldSeed, msg)
@@ -861,10 +871,11 @@ func (c *Controller) reportLocked(src string) {
 	if pub == nil {
 		delete(c.reported, src)
 		delete(c.told, src)
+		delete(c.endpoints, src)
 		return
 	}
 	c.tellPublishedLocked(src, pub)
-	current := slices.Clone(pub.Problems)
+	current := c.holdNoEndpointsLocked(src, pub, slices.Clone(pub.Problems))
 	for _, g := range c.index.GroupsOf(src) {
 		current = append(current, c.conflict[g][src]...)
 	}

@@ -50,7 +50,8 @@ func run(t *testing.T, srv *etcdtest.Server, objects ...runtime.Object) *env {
 	return runWith(t, srv, source.Config{AddressSource: source.ModeStatus}, objects...)
 }
 
-// runWith is run with a source configuration; zones, TTL and the default namespace are filled in.
+// runWith is run with a source configuration; zones, TTL, the default namespace
+// and the namespace allowed the apex (default) are filled in.
 func runWith(t *testing.T, srv *etcdtest.Server, cfg source.Config, objects ...runtime.Object) *env {
 	t.Helper()
 	e := &env{t: t, kube: fake.NewClientset(objects...), etcd: srv.NewClient(t), recorder: record.NewFakeRecorder(1000)}
@@ -59,7 +60,7 @@ func runWith(t *testing.T, srv *etcdtest.Server, cfg source.Config, objects ...r
 		t.Fatal(err)
 	}
 	e.pub = publish.New(e.etcd, publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
-	cfg.Zones, cfg.TTL, cfg.DefaultNamespace = zones, 30, "default"
+	cfg.Zones, cfg.TTL, cfg.DefaultNamespace, cfg.ApexNamespaces = zones, 30, "default", []string{"default"}
 	ctrl := controller.New(controller.Config{Source: cfg, Log: quietLog()}, e.kube, e.pub, e.recorder)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)

@@ -32,7 +32,7 @@ func runZone(t *testing.T, srv *etcdtest.Server, zc controller.ZoneConfig, objec
 		t.Fatal(err)
 	}
 	e.pub = publish.New(e.etcd, publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
-	cfg := source.Config{Zones: zones, TTL: 30, DefaultNamespace: "default", AddressSource: source.ModeStatus}
+	cfg := source.Config{Zones: zones, TTL: 30, DefaultNamespace: "default", AddressSource: source.ModeStatus, ApexNamespaces: []string{"default"}}
 	ctrl := controller.New(controller.Config{Source: cfg, Zone: &zc, Log: quietLog()}, e.kube, e.pub, e.recorder)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
@@ -98,6 +98,18 @@ func TestApexGuardMakesWayForTheApex(t *testing.T) {
 	e.expect(guards...)
 
 	ctx := context.Background()
+	// A namespace not given the apex is refused it, and told so; the guard stays.
+	evil := lbService("evil", "web", t0, "198.51.100.66")
+	evil.Annotations = map[string]string{source.AnnotationHostname: "example.com"}
+	if _, err := e.kube.CoreV1().Services("evil").Create(ctx, evil, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.expectEvent("ApexRefused", "example.com", "evil")
+	e.expect(append([]string{"web.evil.example.org 198.51.100.66"}, guards...)...)
+	if err := e.kube.CoreV1().Services("evil").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	front := lbService("default", "front", t0, "192.0.2.20")
 	front.Annotations = map[string]string{source.AnnotationHostname: "example.com"}
 	if _, err := e.kube.CoreV1().Services("default").Create(ctx, front, metav1.CreateOptions{}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/skylb/skylb/internal/claim"
@@ -45,12 +47,19 @@ type Inventory struct {
 	Claims  []Claim
 	// LeaseTTL is the time left on each lease found, 0 or less once expired.
 	LeaseTTL map[int64]time.Duration
+	// ClaimPrefix is where the claims were read from, and ClaimsDenied set
+	// when the etcd user may not read them (CoreDNS's read-only user).
+	ClaimPrefix  string
+	ClaimsDenied bool
 }
 
 // Read reads the records under prefix and the claims under claimPrefix (none
-// when empty), and the time left on their leases.
+// when empty), and the time left on their leases. Claims the etcd user may
+// not read are told in the inventory, not as an error: the records are still
+// worth reading. (etcd tells any user the time left on a lease when the
+// lease's keys are not asked for.)
 func Read(ctx context.Context, c *clientv3.Client, prefix, claimPrefix string) (*Inventory, error) {
-	inv := &Inventory{LeaseTTL: make(map[int64]time.Duration)}
+	inv := &Inventory{LeaseTTL: make(map[int64]time.Duration), ClaimPrefix: claimPrefix}
 	dir := strings.TrimSuffix(prefix, "/") + "/"
 	resp, err := c.Get(ctx, dir, clientv3.WithPrefix())
 	if err != nil {
@@ -68,7 +77,11 @@ func Read(ctx context.Context, c *clientv3.Client, prefix, claimPrefix string) (
 	if claimPrefix != "" {
 		cdir := strings.TrimSuffix(claimPrefix, "/") + "/"
 		resp, err := c.Get(ctx, cdir, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision))
-		if err != nil {
+		switch {
+		case errors.Is(err, rpctypes.ErrPermissionDenied):
+			inv.ClaimsDenied = true
+			resp = &clientv3.GetResponse{}
+		case err != nil:
 			return nil, fmt.Errorf("list %s: %w", cdir, err)
 		}
 		for _, kv := range resp.Kvs {
@@ -97,8 +110,11 @@ func Read(ctx context.Context, c *clientv3.Client, prefix, claimPrefix string) (
 }
 
 // Write prints the inventory as a table, one line per record and per claim
-// without records, by name. self is the reader's owner id: other owners are
-// marked foreign.
+// without records, by name: the name queried (a zone's apex records under the
+// zone), and the type CoreDNS serves the record as, "none" for the apex guard,
+// which answers with no data. self is the reader's owner id: other owners are
+// marked foreign. Claims that could not be read show as "?", with a note
+// after the table.
 func (inv *Inventory) Write(w io.Writer, self string) error {
 	type line struct{ name, typ, host, ttl, owner, claim, expiry string }
 	claims := make(map[string][]claim.ClusterClaim)
@@ -113,6 +129,9 @@ func (inv *Inventory) Write(w io.Writer, self string) error {
 	}
 	claimOf := func(name, owner string) string {
 		cs := claims[name]
+		if inv.ClaimsDenied {
+			return "?"
+		}
 		i := slices.IndexFunc(cs, func(c claim.ClusterClaim) bool { return c.Owner == owner })
 		if i < 0 {
 			return "-"
@@ -155,10 +174,13 @@ func (inv *Inventory) Write(w io.Writer, self string) error {
 	var lines []line
 	seen := make(map[[2]string]bool)
 	for _, r := range inv.Records {
-		l := line{name: r.Name, typ: "?", host: "(invalid value)", ttl: "-", owner: "(not skylb's)", claim: "-", expiry: expiry(r.Lease)}
+		l := line{name: skydns.Queried(r.Name), typ: "?", host: "(invalid value)", ttl: "-", owner: "(not skylb's)", claim: "-", expiry: expiry(r.Lease)}
 		if r.Valid {
-			rec := skydns.Record{Host: r.Value.Host}
+			rec := skydns.Record{Name: r.Name, Host: r.Value.Host, Port: r.Value.Port}
 			l.typ, l.host, l.ttl = string(rec.Type()), r.Value.Host, fmt.Sprint(r.Value.TTL)
+			if rec.Port != 0 {
+				l.host = fmt.Sprintf("%s:%d", rec.Host, rec.Port)
+			}
 			l.owner, l.claim = ownerOf(r.Value.Owner), claimOf(r.Name, r.Value.Owner)
 			seen[[2]string{r.Name, r.Value.Owner}] = true
 		}
@@ -177,7 +199,13 @@ func (inv *Inventory) Write(w io.Writer, self string) error {
 	for _, l := range lines {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.name, l.typ, l.host, l.ttl, l.owner, l.claim, l.expiry)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if inv.ClaimsDenied {
+		fmt.Fprintf(w, "\nclaims under %s/ could not be read (permission denied): CLAIM is unknown (?); skylb's own etcd user can read them\n", strings.TrimSuffix(inv.ClaimPrefix, "/"))
+	}
+	return nil
 }
 
 // nestedClaims returns the claims of owners other than owner on the names

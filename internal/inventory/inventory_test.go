@@ -43,6 +43,10 @@ func TestReadAndWrite(t *testing.T) {
 	k, v = web("west", "192.0.2.2")
 	put(k, v, clientv3.WithLease(lease.ID))
 	put("/skydns/org/example/hand/x1", `{"host":"192.0.2.9"}`)
+	srvRec := skydns.Record{Name: "_http._tcp.web.example.org", Host: "web.example.org", Port: 80, TTL: 30}
+	put(skydns.Key("/skydns", "east", srvRec), string(skydns.Encode("east", srvRec)))
+	guard := skydns.Record{Name: skydns.ApexName("example.org"), Host: "example.org", TTL: 30, Source: "apex-guard"}
+	put(skydns.Key("/skydns", "east", guard), string(skydns.Encode("east", guard)))
 	put("/skydns/org/example/junk/x1", `not json`)
 
 	inv, err := Read(ctx, c, "/skydns", "/skylb/claims")
@@ -55,7 +59,9 @@ func TestReadAndWrite(t *testing.T) {
 	}
 	got := strings.Fields(strings.ReplaceAll(out.String(), "\n", " | "))
 	want := strings.Fields(`NAME TYPE HOST TTL OWNER CLAIM EXPIRES |
+_http._tcp.web.example.org SRV web.example.org:80 30 east - never |
 a.web.example.org - - - west (foreign) waits for north (nested) never |
+example.org none example.org 30 east - never |
 hand.example.org A 192.0.2.9 0 (not skylb's) - never |
 junk.example.org ? (invalid value) - (not skylb's) - never |
 web.example.org A 192.0.2.1 30 east shares never |

@@ -809,13 +809,17 @@ func (p *Publisher) holdMassDeletionLocked(changes []change) []change {
 	return kept
 }
 
-// CountRecords calls f for every record wanted, with its stored name and type.
+// CountRecords calls f for every record wanted that CoreDNS serves, with its
+// stored name and the type CoreDNS serves it as; the apex guard, which CoreDNS
+// serves as nothing, is left out.
 func (p *Publisher) CountRecords(f func(stored string, t skydns.Type)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for stored, n := range p.names {
 		for _, r := range n.records {
-			f(stored, r.Type())
+			if t := r.Type(); t != skydns.None {
+				f(stored, t)
+			}
 		}
 	}
 }

@@ -430,3 +430,22 @@ func TestIsNoSpace(t *testing.T) {
 		})
 	}
 }
+
+// CountRecords counts records by the type CoreDNS serves them as, and leaves
+// out the apex guard, which CoreDNS serves as nothing.
+func TestCountRecordsByServedType(t *testing.T) {
+	p := publish.New(nil, publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
+	p.Set("apex.dns.example.org", publish.Want{Records: []skydns.Record{{Name: "apex.dns.example.org", Host: "example.org", TTL: 30, Source: "apex-guard"}}, Unclaimed: true})
+	p.Set("web.example.org", publish.Want{Records: []skydns.Record{
+		{Name: "web.example.org", Host: "192.0.2.1", TTL: 30},
+		{Name: "web.example.org", Host: "2001:db8::1", TTL: 30},
+	}})
+	p.Set("_http._tcp.web.example.org", publish.Want{Records: []skydns.Record{{Name: "_http._tcp.web.example.org", Host: "web.example.org", Port: 80, TTL: 30}}})
+	p.Set("alias.example.org", publish.Want{Records: []skydns.Record{{Name: "alias.example.org", Host: "lb.example.net", TTL: 30}}})
+	got := map[skydns.Type]int{}
+	p.CountRecords(func(_ string, t skydns.Type) { got[t]++ })
+	want := map[skydns.Type]int{skydns.A: 1, skydns.AAAA: 1, skydns.SRV: 1, skydns.CNAME: 1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("CountRecords (-want +got):\n%s", diff)
+	}
+}

@@ -14,7 +14,9 @@ import (
 // Type is the DNS type a record is served as. CoreDNS derives it from the value's
 // host field: an IPv4 address is an A record, an IPv6 address AAAA, a name CNAME.
 // A record with a port is stored for SRV queries: skylb gives it a host that
-// is a name, which CoreDNS serves as the SRV target.
+// is a name, which CoreDNS serves as the SRV target. A name that is the name
+// queried, or lies beneath it, CoreDNS takes for a CNAME loop and serves
+// nothing: that record is of type None.
 type Type string
 
 // The record types skylb writes.
@@ -23,6 +25,9 @@ const (
 	AAAA  Type = "AAAA"
 	CNAME Type = "CNAME"
 	SRV   Type = "SRV"
+	// None is a record CoreDNS serves as nothing, such as the apex guard: its
+	// host is the zone it answers for.
+	None Type = "none"
 )
 
 // hashLength is the number of hex digits of the content hash in a key label.
@@ -51,6 +56,8 @@ func (r Record) Type() Type {
 	switch {
 	case r.Port != 0:
 		return SRV
+	case err != nil && loops(Queried(r.Name), r.Host):
+		return None
 	case err != nil:
 		return CNAME
 	case addr.Unmap().Is4():
@@ -157,4 +164,22 @@ func SplitKey(prefix, key string) (name, label string, ok bool) {
 
 // ApexName is the stored name of a zone's apex records: CoreDNS answers a query
 // for the zone itself from the keys beneath dns/apex.
-func ApexName(zone string) string { return "apex.dns." + zone }
+func ApexName(zone string) string { return apexPrefix + zone }
+
+const apexPrefix = "apex.dns."
+
+// Queried returns the name whose queries a stored name answers: the zone for
+// its apex records (see ApexName), else the stored name itself.
+func Queried(stored string) string {
+	if zone, ok := strings.CutPrefix(stored, apexPrefix); ok {
+		return zone
+	}
+	return stored
+}
+
+// loops reports whether CoreDNS skips a record of host answering name as a
+// CNAME loop: host is name or lies beneath it.
+func loops(name, host string) bool {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	return host == name || strings.HasSuffix(host, "."+name)
+}

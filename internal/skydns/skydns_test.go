@@ -162,11 +162,22 @@ func TestKey(t *testing.T) {
 
 func TestType(t *testing.T) {
 	tests := []struct {
+		name string // stored name; web.example.org when empty
 		host string
 		port int
 		want Type
 	}{
 		{host: "192.0.2.10", want: A},
+		// The apex guard: CoreDNS answers example.org from apex.dns.example.org
+		// and skips a host that is the name queried.
+		{name: "apex.dns.example.org", host: "example.org", want: None},
+		{name: "apex.dns.example.org", host: "lb.example.net", want: CNAME},
+		{name: "apex.dns.example.org", host: "192.0.2.10", want: A},
+		{host: "web.example.org", want: None},
+		{host: "WEB.example.org.", want: None},
+		{host: "a.web.example.org", want: None},
+		{host: "aweb.example.org", want: CNAME},
+		{name: "_http._tcp.web.example.org", host: "web.example.org", port: 80, want: SRV},
 		{host: "web.example.org", port: 80, want: SRV},
 		{host: "0.0.0.0", want: A},
 		{host: "2001:db8::1", want: AAAA},
@@ -181,10 +192,14 @@ func TestType(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.host, func(t *testing.T) {
-			r := Record{Name: "web.example.org", Host: tt.host, Port: tt.port, TTL: 30}
+		t.Run(tt.name+" "+tt.host, func(t *testing.T) {
+			name := tt.name
+			if name == "" {
+				name = "web.example.org"
+			}
+			r := Record{Name: name, Host: tt.host, Port: tt.port, TTL: 30}
 			if got := r.Type(); got != tt.want {
-				t.Errorf("Record{Host: %q}.Type() = %s, want %s", tt.host, got, tt.want)
+				t.Errorf("Record{Name: %q, Host: %q}.Type() = %s, want %s", r.Name, tt.host, got, tt.want)
 			}
 		})
 	}

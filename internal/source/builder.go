@@ -73,6 +73,9 @@ type Config struct {
 	// SRV publishes SRV records for the named ports of Services, unless a
 	// Service's annotation says otherwise.
 	SRV bool
+	// ApexNamespaces are the namespaces whose objects may publish a zone's
+	// apex; the apex is the operator's, so with none no object may.
+	ApexNamespaces []string
 }
 
 // Defaults of the caps.
@@ -152,10 +155,11 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 			}
 		}
 		p.Addresses = keepFamilies(p.Addresses, svc.Spec.IPFamilies)
-		b.cfg.Filter.apply(p)
 		if len(p.Addresses) == 0 {
 			p.problem(ReasonNoEndpoints, "no ready endpoints%s; no records are published", map[Mode]string{ModeNodes: " on usable nodes"}[p.Mode])
 		}
+		// Addresses refused are told as AddressRefused, not as missing endpoints.
+		b.cfg.Filter.apply(p)
 	}
 	p.Ports = b.servicePorts(p, svc)
 	b.finish(p)
@@ -280,6 +284,11 @@ func (b *Builder) addName(p *Publication, name string, generated bool) {
 	placed, err := b.cfg.Zones.Place(name)
 	if err != nil {
 		p.problem(ReasonInvalidHostname, "hostname %q is not published: %v", name, err)
+		return
+	}
+	if placed.Apex() && !slices.Contains(b.cfg.ApexNamespaces, p.Namespace) {
+		p.problem(ReasonApexRefused, "hostname %q is not published: it is the apex of zone %s, which only the namespaces of --apex-namespaces may publish, and %s is not one of them",
+			placed.Name, placed.Zone, p.Namespace)
 		return
 	}
 	for i, n := range p.Names {

@@ -19,7 +19,7 @@ import (
 
 var (
 	testZones   = dnsname.Zones{"example.org", "dev.example.org", "example.com"}
-	testConfig  = Config{Zones: testZones, TTL: 300, DefaultNamespace: "default", AddressSource: ModeStatus}
+	testConfig  = Config{Zones: testZones, TTL: 300, DefaultNamespace: "default", AddressSource: ModeStatus, ApexNamespaces: []string{"shop", "infra"}}
 	testCreated = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 )
 
@@ -232,6 +232,18 @@ func TestService(t *testing.T) {
 					host("api.dev.example.org", "dev.example.org"),
 					host("example.com", "example.com"),
 					host("dev.example.org", "dev.example.org"),
+				},
+			}),
+		},
+		{
+			name: "apex from a namespace not allowed",
+			svc:  newService("evil", "web", annotate(AnnotationHostname, "example.org,www.example.org,dev.example.org,example.com")),
+			want: svcPub("evil", "web", Publication{
+				Names: []Name{gen("web.evil.example.org", "example.org"), host("www.example.org", "example.org")},
+				Problems: []Problem{
+					problem(ReasonApexRefused, `"example.org" is not published: it is the apex of zone example.org`),
+					problem(ReasonApexRefused, `"dev.example.org" is not published: it is the apex of zone dev.example.org`),
+					problem(ReasonApexRefused, `"example.com" is not published: it is the apex of zone example.com`),
 				},
 			}),
 		},
@@ -778,13 +790,16 @@ func FuzzAnnotations(f *testing.F) {
 				t.Errorf("Name %q appears twice (annotations %q)", n.Name, ann)
 			}
 			seen[n.Name] = true
+			if n.Apex() {
+				t.Errorf("Name %q is a zone's apex, which namespace default may not publish (annotations %q)", n.Name, ann)
+			}
 		}
 		if len(p.Names) < 2 || p.Names[0] != gen("web.default.example.org", "example.org") || p.Names[1] != gen("web.example.org", "example.org") {
 			t.Errorf("Service() Names = %+v, want the generated names first", p.Names)
 		}
 		for _, pr := range p.Problems {
-			if pr.Reason != ReasonInvalidHostname && pr.Reason != ReasonInvalidTTL {
-				t.Errorf("Service() problem %+v, want only InvalidHostname or InvalidTTL", pr)
+			if pr.Reason != ReasonInvalidHostname && pr.Reason != ReasonInvalidTTL && pr.Reason != ReasonApexRefused {
+				t.Errorf("Service() problem %+v, want only InvalidHostname, InvalidTTL or ApexRefused", pr)
 			}
 		}
 	})

@@ -51,8 +51,9 @@ type Publication struct {
 // Name is one host name claimed by an object.
 type Name struct {
 	dnsname.Placed
-	// Generated names (<service>.<namespace>.<zone>) take precedence over names
-	// asked for through annotations or Ingress hosts.
+	// Generated names (<service>.<namespace>.<zone>) come first in an object's
+	// names, so that the caps keep them; between objects they rank by age like
+	// any other name.
 	Generated bool
 }
 
@@ -65,6 +66,7 @@ type Problem struct {
 // Reasons of the Warning Events skylb emits.
 const (
 	ReasonInvalidHostname   = "InvalidHostname"
+	ReasonApexRefused       = "ApexRefused"
 	ReasonInvalidAddress    = "InvalidAddress"
 	ReasonInvalidTTL        = "InvalidTTL"
 	ReasonHostnameConflict  = "HostnameConflict"

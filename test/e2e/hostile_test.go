@@ -29,7 +29,7 @@ func TestHostileNamespace(t *testing.T) {
 		{"bank.example.org", "HostnameConflict"},
 		{"login.bank.example.org", "HostnameConflict"},
 		{"vault.example.org", "HostnameConflict"},
-		{"example.org", "HostnameConflict"},
+		{"example.org", "ApexRefused"},
 		{"BANK.Example.ORG.", "HostnameConflict"},
 		{"bank.owner.example.org", "HostnameConflict"},
 		{"*.bank.example.org", "InvalidHostname"},

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"testing"
+
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -30,4 +32,18 @@ func ingressStatus(ips ...string) []networkingv1.IngressLoadBalancerIngress {
 		out = append(out, networkingv1.IngressLoadBalancerIngress{IP: ip})
 	}
 	return out
+}
+
+// createIngress creates an Ingress and writes the addresses of its status, as
+// an ingress controller would.
+func createIngress(t *testing.T, ing *networkingv1.Ingress, ips ...string) {
+	t.Helper()
+	created, err := st.Kube.NetworkingV1().Ingresses(ing.Namespace).Create(ctxT(t), ing, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create ingress %s/%s: %v", ing.Namespace, ing.Name, err)
+	}
+	created.Status.LoadBalancer.Ingress = ingressStatus(ips...)
+	if _, err := st.Kube.NetworkingV1().Ingresses(ing.Namespace).UpdateStatus(ctxT(t), created, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("write status of ingress %s/%s: %v", ing.Namespace, ing.Name, err)
+	}
 }

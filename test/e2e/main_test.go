@@ -69,7 +69,7 @@ var nodes = []stack.NodeSpec{
 }
 
 // skylbArgs are the flags of the skylb under test, besides those the stack sets.
-var skylbArgs = []string{"--default-namespace=default", "--resync-interval=1m", "--log-level=debug"}
+var skylbArgs = []string{"--default-namespace=default", "--resync-interval=1m", "--log-level=debug", "--apex-namespaces=owner"}
 
 func TestMain(m *testing.M) {
 	flag.Parse()

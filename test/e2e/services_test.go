@@ -81,42 +81,42 @@ func follow(t *testing.T, limit time.Duration, ns, app, name string, replicas in
 }
 
 func TestServiceFollowsPodsAndNodes(t *testing.T) {
-	namespace(t, "shop")
-	deploy(t, "shop", "web", 3, "")
-	lbService(t, "shop", "web", annotate("skylb.io/hostname", "www.example.org"))
-	all := follow(t, slow, "shop", "web", "web.shop.example.org", 3)
+	namespace(t, "retail")
+	deploy(t, "retail", "web", 3, "")
+	lbService(t, "retail", "web", annotate("skylb.io/hostname", "www.example.org"))
+	all := follow(t, slow, "retail", "web", "web.retail.example.org", 3)
 	if len(all) < 2 {
 		t.Fatalf("the simulated kubelet spread 3 pods over %d nodes; the test needs at least 2", len(all))
 	}
 	within(t, quick, "www.example.org", all...)
 
 	t.Run("scaled down", func(t *testing.T) {
-		scale(t, "shop", "web", 1)
-		follow(t, slow, "shop", "web", "web.shop.example.org", 1)
+		scale(t, "retail", "web", 1)
+		follow(t, slow, "retail", "web", "web.retail.example.org", 1)
 	})
 	t.Run("scaled up", func(t *testing.T) {
-		scale(t, "shop", "web", 3)
-		follow(t, slow, "shop", "web", "web.shop.example.org", 3)
+		scale(t, "retail", "web", 3)
+		follow(t, slow, "retail", "web", "web.retail.example.org", 3)
 	})
 	t.Run("pod made unready", func(t *testing.T) {
-		pods, err := st.Kube.CoreV1().Pods("shop").List(ctxT(t), metav1.ListOptions{LabelSelector: "app=web"})
+		pods, err := st.Kube.CoreV1().Pods("retail").List(ctxT(t), metav1.ListOptions{LabelSelector: "app=web"})
 		if err != nil || len(pods.Items) == 0 {
 			t.Fatalf("list pods: %v", err)
 		}
 		p := pods.Items[0]
 		patch := []byte(`{"metadata":{"annotations":{"stack.skylb.io/ready":"false"}}}`)
-		if _, err := st.Kube.CoreV1().Pods("shop").Patch(ctxT(t), p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		if _, err := st.Kube.CoreV1().Pods("retail").Patch(ctxT(t), p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		follow(t, slow, "shop", "web", "web.shop.example.org", 2)
+		follow(t, slow, "retail", "web", "web.retail.example.org", 2)
 		patch = []byte(`{"metadata":{"annotations":{"stack.skylb.io/ready":null}}}`)
-		if _, err := st.Kube.CoreV1().Pods("shop").Patch(ctxT(t), p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		if _, err := st.Kube.CoreV1().Pods("retail").Patch(ctxT(t), p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		follow(t, slow, "shop", "web", "web.shop.example.org", 3)
+		follow(t, slow, "retail", "web", "web.retail.example.org", 3)
 	})
 	t.Run("node NotReady", func(t *testing.T) {
-		before := expectedNodeAddresses(t, "shop", "web")
+		before := expectedNodeAddresses(t, "retail", "web")
 		victim := ""
 		for _, n := range nodes {
 			if slices.Contains(before, n.InternalIP[0]) {
@@ -127,16 +127,16 @@ func TestServiceFollowsPodsAndNodes(t *testing.T) {
 		if err := st.SetNodeReady(ctxT(t), victim, false); err != nil {
 			t.Fatal(err)
 		}
-		want := expectedNodeAddresses(t, "shop", "web")
-		took := within(t, quick, "web.shop.example.org", want...)
+		want := expectedNodeAddresses(t, "retail", "web")
+		took := within(t, quick, "web.retail.example.org", want...)
 		t.Logf("%s NotReady: its address left the answer after %v", victim, took.Round(time.Millisecond))
 		if err := st.SetNodeReady(ctxT(t), victim, true); err != nil {
 			t.Fatal(err)
 		}
-		within(t, quick, "web.shop.example.org", before...)
+		within(t, quick, "web.retail.example.org", before...)
 	})
 	t.Run("node address annotation", func(t *testing.T) {
-		before := expectedNodeAddresses(t, "shop", "web")
+		before := expectedNodeAddresses(t, "retail", "web")
 		var target string
 		for _, n := range nodes {
 			if slices.Contains(before, n.InternalIP[0]) {
@@ -145,44 +145,44 @@ func TestServiceFollowsPodsAndNodes(t *testing.T) {
 			}
 		}
 		annotateNode(t, target, `{"metadata":{"annotations":{"skylb.io/address":"198.51.100.7"}}}`)
-		want := expectedNodeAddresses(t, "shop", "web")
+		want := expectedNodeAddresses(t, "retail", "web")
 		if !slices.Contains(want, "198.51.100.7") {
 			t.Fatalf("expected answer %q lacks the override", want)
 		}
-		within(t, quick, "web.shop.example.org", want...)
+		within(t, quick, "web.retail.example.org", want...)
 		annotateNode(t, target, `{"metadata":{"annotations":{"skylb.io/address":null}}}`)
-		within(t, quick, "web.shop.example.org", before...)
+		within(t, quick, "web.retail.example.org", before...)
 	})
 	t.Run("no longer a LoadBalancer", func(t *testing.T) {
-		before := expectedNodeAddresses(t, "shop", "web")
+		before := expectedNodeAddresses(t, "retail", "web")
 		setType := func(typ corev1.ServiceType) {
-			svc, err := st.Kube.CoreV1().Services("shop").Get(ctxT(t), "web", metav1.GetOptions{})
+			svc, err := st.Kube.CoreV1().Services("retail").Get(ctxT(t), "web", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			svc.Spec.Type = typ
-			if _, err := st.Kube.CoreV1().Services("shop").Update(ctxT(t), svc, metav1.UpdateOptions{}); err != nil {
+			if _, err := st.Kube.CoreV1().Services("retail").Update(ctxT(t), svc, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		setType(corev1.ServiceTypeNodePort)
-		within(t, quick, "web.shop.example.org")
+		within(t, quick, "web.retail.example.org")
 		eventually(t, quick, "skylb clears the status it wrote", func() (bool, string) {
-			ext := externalIPs(t, "shop", "web")
+			ext := externalIPs(t, "retail", "web")
 			return len(ext) == 0, fmt.Sprintf("EXTERNAL-IP %q", ext)
 		})
 		setType(corev1.ServiceTypeLoadBalancer)
-		within(t, quick, "web.shop.example.org", before...)
+		within(t, quick, "web.retail.example.org", before...)
 		eventually(t, quick, "skylb writes the status again", func() (bool, string) {
-			ext := externalIPs(t, "shop", "web")
+			ext := externalIPs(t, "retail", "web")
 			return slices.Equal(ext, before), fmt.Sprintf("EXTERNAL-IP %q", ext)
 		})
 	})
 	t.Run("deleted", func(t *testing.T) {
-		if err := st.Kube.CoreV1().Services("shop").Delete(ctxT(t), "web", metav1.DeleteOptions{}); err != nil {
+		if err := st.Kube.CoreV1().Services("retail").Delete(ctxT(t), "web", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		took := within(t, quick, "web.shop.example.org")
+		took := within(t, quick, "web.retail.example.org")
 		within(t, quick, "www.example.org")
 		t.Logf("deleted Service answered NXDOMAIN after %v", took.Round(time.Millisecond))
 	})
@@ -236,15 +236,7 @@ func TestOtherImplementationsAreReadOnly(t *testing.T) {
 
 func TestIngressHosts(t *testing.T) {
 	namespace(t, "store")
-	ing := ingress("store", "front", []string{"front.example.org", "*.example.org"}, []string{"secure.example.org"})
-	created, err := st.Kube.NetworkingV1().Ingresses("store").Create(ctxT(t), ing, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	created.Status.LoadBalancer.Ingress = ingressStatus("203.0.113.20")
-	if _, err := st.Kube.NetworkingV1().Ingresses("store").UpdateStatus(ctxT(t), created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createIngress(t, ingress("store", "front", []string{"front.example.org", "*.example.org"}, []string{"secure.example.org"}), "203.0.113.20")
 	within(t, quick, "front.example.org", "203.0.113.20")
 	within(t, quick, "secure.example.org", "203.0.113.20")
 	expectEvent(t, "store", "front", "InvalidHostname", "*.example.org")

@@ -407,6 +407,9 @@ func printInstructions(root string, s *stack.Stack) {
 	cmd("what skylb reports", kc+" get events -n demo --field-selector source=skylb")
 	section("etcd: " + s.EtcdURL + " as the read-only user coredns (root.crt/root.key for user root)")
 	cmd("the records CoreDNS serves", etcdctl+" get --prefix /skydns/")
+	cmd("the same as a table: name, type CoreDNS serves, owner, claim, expiry (as user skylb, which may read the claims; as coredns, CLAIM shows ?)",
+		fmt.Sprintf("%s records --etcd-endpoints %s --etcd-ca-file %s/ca.crt --etcd-cert-file %s/skylb.crt --etcd-key-file %s/skylb.key",
+			rel(root, s.SkylbBinary()), s.EtcdURL, certs, certs, certs))
 	if p := s.Proc("skylb"); p != nil && p.HTTPAddr() != "" {
 		section("skylb: http://" + p.HTTPAddr())
 		cmd("readiness and metrics", "curl -s http://"+p.HTTPAddr()+"/readyz; echo; curl -s http://"+p.HTTPAddr()+"/metrics | grep ^skylb_")
