@@ -4,6 +4,8 @@
 #
 #   etcd, etcdctl                            go.etcd.io/etcd    (test/tools/go.mod)
 #   kube-apiserver, kube-controller-manager  k8s.io/kubernetes  (test/tools/go.mod)
+#   kube-node (+ symlinks kubelet,           k8s.io/kubernetes  (test/tools/go.mod)
+#     kube-scheduler, kube-proxy)
 #   coredns                                  github.com/coredns/coredns@COREDNS_VERSION
 #
 # A binary is rebuilt only when its stamp file bin/.NAME.version differs from
@@ -25,7 +27,9 @@ COREDNS_VERSION=v1.15.0
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOOLS=$ROOT/test/tools
 BIN_DIR=${BIN_DIR:-$ROOT/bin}
-ALL=(etcd etcdctl kube-apiserver kube-controller-manager coredns)
+ALL=(etcd etcdctl kube-apiserver kube-controller-manager kube-node coredns)
+# The commands kube-node runs, by the name it is called with.
+KUBE_NODE_LINKS=(kubelet kube-scheduler kube-proxy)
 
 command -v go >/dev/null 2>&1 || PATH=$PATH:/usr/local/go/bin
 export CGO_ENABLED=0 GOWORK=off
@@ -68,7 +72,7 @@ plan() {
 	case $1 in
 	etcd) module=go.etcd.io/etcd/server/v3 ;;
 	etcdctl) module=go.etcd.io/etcd/etcdctl/v3 ;;
-	kube-apiserver | kube-controller-manager) module=k8s.io/kubernetes ;;
+	kube-apiserver | kube-controller-manager | kube-node) module=k8s.io/kubernetes ;;
 	coredns) module= ;;
 	*)
 		echo "unknown binary '$1' (known: ${ALL[*]})" >&2
@@ -116,6 +120,13 @@ put_in_place() {
 	echo "$STAMP" >"$BIN_DIR/.$1.version"
 }
 
+# link NAME: creates the symlinks a multi-call binary is run through.
+link() {
+	local l
+	[ "$1" = kube-node ] || return 0
+	for l in "${KUBE_NODE_LINKS[@]}"; do ln -sfn kube-node "$BIN_DIR/$l"; done
+}
+
 cleanup() {
 	local rc=$?
 	if [ -n "$BG_PID" ]; then
@@ -149,6 +160,7 @@ for name in "${want[@]}"; do
 	[ "$name" != coredns ] || continue
 	plan "$name"
 	if current "$name"; then
+		link "$name"
 		log "$name $VERSION: up to date"
 		continue
 	fi
@@ -156,6 +168,7 @@ for name in "${want[@]}"; do
 	t0=$SECONDS
 	build_tool "$name"
 	put_in_place "$name"
+	link "$name"
 	log "$name $VERSION: built in $(elapsed $((SECONDS - t0))) (total $(elapsed $((SECONDS - START))))"
 done
 
