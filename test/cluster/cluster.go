@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -178,7 +180,6 @@ func FindRoot() (string, error) {
 		dir = parent
 	}
 }
-
 
 // Load returns the cluster a previous Up left in dir (running, or partly
 // started: Down removes it either way).
@@ -372,4 +373,32 @@ func (c *Cluster) Procs() map[string]int {
 		}
 	}
 	return out
+}
+
+// daemonRSS returns the resident memory of every running process of the
+// cluster, in MiB, as "name=N ..." in the processes' order.
+func (c *Cluster) daemonRSS() string {
+	c.mu.Lock()
+	procs := slices.Clone(c.st.Procs)
+	c.mu.Unlock()
+	var b strings.Builder
+	total := 0
+	for _, p := range procs {
+		if !p.alive() {
+			continue
+		}
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if kb, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(kb), " kB"))
+				total += n
+				fmt.Fprintf(&b, "%s=%d ", p.Name, n/1024)
+			}
+		}
+	}
+	fmt.Fprintf(&b, "total=%d", total/1024)
+	return b.String()
 }

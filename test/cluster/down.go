@@ -149,7 +149,7 @@ func killCgroup(name string) error {
 func cgroupProcs(name string) []int {
 	seen := map[int]bool{}
 	var out []int
-	for _, h := range cgroupHierarchies() {
+	for _, h := range cgroupHierarchies(true) {
 		_ = filepath.WalkDir(filepath.Join(h, name), func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.Name() != "cgroup.procs" {
 				return nil
@@ -171,7 +171,7 @@ func cgroupProcs(name string) []int {
 // hierarchy.
 func removeCgroup(name string) error {
 	var errs []error
-	for _, h := range cgroupHierarchies() {
+	for _, h := range cgroupHierarchies(true) {
 		root := filepath.Join(h, name)
 		var dirs []string
 		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {

@@ -71,7 +71,7 @@ func (c *Cluster) startNode(ctx context.Context, o Options, authority *ca, n *No
 	if err := c.record(func(s *state) { s.Cgroups = append(s.Cgroups, n.cgroup()) }); err != nil {
 		return err
 	}
-	for _, h := range cgroupHierarchies() {
+	for _, h := range cgroupHierarchies(false) {
 		if err := os.MkdirAll(filepath.Join(h, n.cgroup()), 0o755); err != nil {
 			return err
 		}
@@ -92,13 +92,14 @@ func (c *Cluster) startNode(ctx context.Context, o Options, authority *ca, n *No
 	return err
 }
 
-// cgroupHierarchies returns the mounted cgroup v1 hierarchies (not the
-// unified one of a hybrid setup, which the kubelet does not use then).
-func cgroupHierarchies() []string {
+// cgroupHierarchies returns the mounted cgroup v1 hierarchies, and with
+// unified the unified one of a hybrid setup too: the kubelet does not use
+// it, but runc makes the containers' cgroups there as well.
+func cgroupHierarchies(unified bool) []string {
 	entries, _ := os.ReadDir(cgroupRoot)
 	var out []string
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != "unified" {
+		if e.IsDir() && (unified || e.Name() != "unified") {
 			out = append(out, filepath.Join(cgroupRoot, e.Name()))
 		}
 	}
