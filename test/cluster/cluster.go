@@ -75,36 +75,10 @@ type state struct {
 
 // Up starts a cluster in o.Dir and returns once every node is Ready and the
 // cluster DNS answers. On failure it removes what it started.
-func Up(ctx context.Context, o Options) (c *Cluster, err error) {
-	if os.Geteuid() != 0 {
-		return nil, errors.New("cluster: Up needs root (network and mount namespaces, cgroups, iptables)")
-	}
-	if o.Dir == "" || o.Bin == "" {
-		return nil, errors.New("cluster: Options.Dir and Options.Bin are required")
-	}
-	if o.Nodes == 0 {
-		o.Nodes = 3
-	}
-	if o.Nodes < 1 || o.Nodes > maxNodes {
-		return nil, fmt.Errorf("cluster: %d nodes, want 1 to %d", o.Nodes, maxNodes)
-	}
-	if o.DNSImage == "" {
-		root, err := FindRoot()
-		if err != nil {
-			return nil, err
-		}
-		refs, err := images.ReadRefs(root)
-		if err != nil {
-			return nil, err
-		}
-		o.DNSImage = refs.CoreDNS
-	}
-	var err2 error
-	if o.Dir, err2 = filepath.Abs(o.Dir); err2 != nil {
-		return nil, err2
-	}
-	if o.Bin, err2 = filepath.Abs(o.Bin); err2 != nil {
-		return nil, err2
+func Up(ctx context.Context, o Options) (*Cluster, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	if err := clearStale(o.Dir); err != nil {
 		return nil, err
@@ -112,23 +86,53 @@ func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 	if err := os.MkdirAll(filepath.Join(o.Dir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
-	c = newCluster(o.Dir)
+	c := newCluster(o.Dir)
 	c.log, c.start = o.Log, time.Now()
-	defer func() {
-		if err != nil {
-			c.logf("up failed, removing what was started: %v", err)
-			if derr := c.Down(); derr != nil {
-				err = fmt.Errorf("%w (and down: %v)", err, derr)
-			}
-		}
-	}()
-	if err := c.save(); err != nil {
-		return nil, err
+	err = c.save()
+	if err == nil {
+		err = c.up(ctx, o)
 	}
-	if err := c.up(ctx, o); err != nil {
+	if err != nil {
+		c.logf("up failed, removing what was started: %v", err)
+		if derr := c.Down(); derr != nil {
+			return nil, fmt.Errorf("%w (and down: %v)", err, derr)
+		}
 		return nil, err
 	}
 	return c, nil
+}
+
+// withDefaults checks the options and fills in the defaults.
+func (o Options) withDefaults() (Options, error) {
+	if os.Geteuid() != 0 {
+		return o, errors.New("cluster: Up needs root (network and mount namespaces, cgroups, iptables)")
+	}
+	if o.Dir == "" || o.Bin == "" {
+		return o, errors.New("cluster: Options.Dir and Options.Bin are required")
+	}
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.Nodes < 1 || o.Nodes > maxNodes {
+		return o, fmt.Errorf("cluster: %d nodes, want 1 to %d", o.Nodes, maxNodes)
+	}
+	if o.DNSImage == "" {
+		root, err := FindRoot()
+		if err != nil {
+			return o, err
+		}
+		refs, err := images.ReadRefs(root)
+		if err != nil {
+			return o, err
+		}
+		o.DNSImage = refs.CoreDNS
+	}
+	var err error
+	if o.Dir, err = filepath.Abs(o.Dir); err != nil {
+		return o, err
+	}
+	o.Bin, err = filepath.Abs(o.Bin)
+	return o, err
 }
 
 // clearStale removes what a cluster left in dir if none of its processes

@@ -95,7 +95,7 @@ func (c *Cluster) Down() error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cluster down: %w", err)
 	}
-	for _, d := range []string{"nodes", "etcd", "pv", "kcm-certs"} {
+	for _, d := range []string{"nodes", "etcd", "pv", "kcm-certs", "flexvolume"} {
 		if err := os.RemoveAll(filepath.Join(c.Dir, d)); err != nil {
 			return fmt.Errorf("cluster down: %w", err)
 		}
