@@ -147,7 +147,7 @@ func clearStale(dir string) error {
 	}
 	for _, p := range old.st.Procs {
 		if p.alive() {
-			return fmt.Errorf("cluster: a cluster runs in %s (%s, pid %d): stop it first (scripts/cluster.sh down)", dir, p.Name, p.PID)
+			return fmt.Errorf("cluster: a cluster runs in %s (%s, pid %d): stop it first (scripts/cluster.sh down -dir %s)", dir, p.Name, p.PID, dir)
 		}
 	}
 	return old.Down()

@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,6 +86,10 @@ func TestCluster(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
+	// An interrupt ends the test through its context, so that Up or the
+	// clean-up removes the cluster.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	root, err := FindRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +107,15 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	// A fixed directory (its logs stay for a look after a failure): a
+	// cluster a killed run left there is removed first.
+	dir := filepath.Join(root, ".cluster", "test")
+	if old, err := Load(dir); err == nil {
+		t.Logf("removing the cluster a previous run left in %s", dir)
+		if err := old.Down(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	upStart := time.Now()
 	c, err := Up(ctx, Options{Dir: dir, Bin: bin, Images: images.Tarballs(imgs), Log: testLog{t}})
 	if err != nil {
@@ -209,7 +223,7 @@ func TestCluster(t *testing.T) {
 // of the cluster that is left.
 func checkGone(t *testing.T, c *Cluster) {
 	t.Helper()
-	if pids := processesWith(c.Dir); len(pids) > 0 {
+	if pids := processesWith(c.Dir + "/"); len(pids) > 0 {
 		t.Errorf("processes of %s left: %v", c.Dir, pids)
 	}
 	for _, n := range c.Nodes {

@@ -111,7 +111,7 @@ func (c *Cluster) Down() error {
 func killAll(dir string, except map[int]bool) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		pids := slices.DeleteFunc(processesWith(dir), func(pid int) bool { return except[pid] })
+		pids := slices.DeleteFunc(processesWith(dir+"/"), func(pid int) bool { return except[pid] })
 		if len(pids) == 0 {
 			return nil
 		}
