@@ -64,6 +64,20 @@ spec:
   ports: [{port: 2379, nodePort: %[5]d}]
 `
 
+// testSkylb runs skylb's image once, to print its version.
+const testSkylb = `apiVersion: v1
+kind: Pod
+metadata: {name: skylb-version, namespace: clustertest}
+spec:
+  restartPolicy: Never
+  securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - name: skylb
+    image: %[1]s
+    args: [--version]
+    securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+`
+
 const testClient = `apiVersion: v1
 kind: Pod
 metadata: {name: client-%[1]s, namespace: clustertest}
@@ -149,10 +163,29 @@ func TestCluster(t *testing.T) {
 	if err := c.Apply(ctx, yaml); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Kubectl(ctx, "wait", "-n", "clustertest", "--for=condition=Ready", "pod", "--all", "--timeout=120s"); err != nil {
-		out, _ := c.Kubectl(ctx, "get", "pods", "-n", "clustertest", "-o", "wide")
-		t.Fatalf("pods not Ready: %v\n%s", err, out)
+	if err := c.Apply(ctx, fmt.Sprintf(testSkylb, refs.Skylb)); err != nil {
+		t.Fatal(err)
 	}
+	if _, err := c.Kubectl(ctx, "wait", "-n", "clustertest", "--for=condition=Ready", "pod", "-l", "app=server", "--timeout=120s"); err != nil {
+		out, _ := c.Kubectl(ctx, "get", "pods", "-n", "clustertest", "-o", "wide")
+		t.Fatalf("server not Ready: %v\n%s", err, out)
+	}
+	for _, n := range c.Nodes {
+		if _, err := c.Kubectl(ctx, "wait", "-n", "clustertest", "--for=condition=Ready", "pod/client-"+n.Name, "--timeout=120s"); err != nil {
+			out, _ := c.Kubectl(ctx, "get", "pods", "-n", "clustertest", "-o", "wide")
+			t.Fatalf("client-%s not Ready: %v\n%s", n.Name, err, out)
+		}
+	}
+
+	t.Run("skylb's image runs as the non-root user and prints its version", func(t *testing.T) {
+		if _, err := c.Kubectl(ctx, "wait", "-n", "clustertest", "--for=jsonpath={.status.phase}=Succeeded", "pod/skylb-version", "--timeout=60s"); err != nil {
+			t.Fatal(err)
+		}
+		out, err := c.Kubectl(ctx, "logs", "-n", "clustertest", "skylb-version")
+		if want := "skylb " + images.Tag(refs.Skylb); err != nil || strings.TrimSpace(out) != want {
+			t.Errorf("skylb --version in its image = %q, %v; want %q", out, err, want)
+		}
+	})
 
 	t.Run("a pod on every node, resolving a Service by name", func(t *testing.T) {
 		for _, n := range c.Nodes {
