@@ -32,7 +32,7 @@ func (b *builder) debian(ctx context.Context) (*spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.checkRelease(ctx, debs[0]); err != nil {
+	if err := b.checkRelease(ctx); err != nil {
 		return nil, err
 	}
 	root, err := b.unpack(ctx, "debian", debs)
@@ -58,17 +58,16 @@ func (b *builder) debian(ctx context.Context) (*spec, error) {
 	}, nil
 }
 
-// checkRelease fails unless the image's tag starts with the Debian major
-// version of the downloaded libc6, e.g. "12-slim" for bookworm's 2.36.
-func (b *builder) checkRelease(ctx context.Context, anyDeb string) error {
+// checkRelease fails unless the image's tag names the host's Debian release
+// (e.g. "12-slim" on bookworm), whose apt sources the packages come from.
+func (b *builder) checkRelease(ctx context.Context) error {
 	out, err := exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Version}", "base-files").Output()
 	if err != nil {
 		return fmt.Errorf("debian image: host release: %w", err)
 	}
 	major, _, _ := strings.Cut(strings.TrimSpace(string(out)), ".")
 	if tag := Tag(b.refs.Debian); !strings.HasPrefix(tag, major+"-") && tag != major {
-		return fmt.Errorf("debian image %s: the apt sources serve Debian %s (packages like %s), not the tag's release",
-			b.refs.Debian, major, filepath.Base(anyDeb))
+		return fmt.Errorf("debian image %s: the packages come from Debian %s, not the tag's release", b.refs.Debian, major)
 	}
 	return nil
 }
