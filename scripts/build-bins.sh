@@ -7,6 +7,8 @@
 #   etcd-VERSION                             every other etcd of test/tools/etcd/,
 #                                            for the tests against other versions
 #   kube-apiserver, kube-controller-manager  k8s.io/kubernetes  (test/tools/go.mod)
+#   kube-node (+ symlinks kubelet,           k8s.io/kubernetes  (test/tools/go.mod)
+#     kube-scheduler, kube-proxy)
 #   coredns                                  github.com/coredns/coredns@COREDNS_VERSION
 #
 # A binary is rebuilt only when its stamp file bin/.NAME.version differs from
@@ -46,7 +48,9 @@ for dir in "$ETCD_DIR"/*/; do
 	v=$(basename "$dir")
 	[ "$v" = "$ETCD_VERSION" ] || ETCD_OTHERS+=("etcd-$v")
 done
-ALL=(etcd etcdctl etcdutl "${ETCD_OTHERS[@]}" kube-apiserver kube-controller-manager coredns)
+ALL=(etcd etcdctl etcdutl "${ETCD_OTHERS[@]}" kube-apiserver kube-controller-manager kube-node coredns)
+# The commands kube-node runs, by the name it is called with.
+KUBE_NODE_LINKS=(kubelet kube-scheduler kube-proxy)
 
 command -v go >/dev/null 2>&1 || PATH=$PATH:/usr/local/go/bin
 export CGO_ENABLED=0 GOWORK=off
@@ -90,7 +94,7 @@ plan() {
 	case $1 in
 	etcd | etcdctl | etcdutl) etcd_version=$ETCD_VERSION ;;
 	etcd-*) etcd_version=${1#etcd-} ;;
-	kube-apiserver | kube-controller-manager) module=k8s.io/kubernetes ;;
+	kube-apiserver | kube-controller-manager | kube-node) module=k8s.io/kubernetes ;;
 	coredns) module= ;;
 	*)
 		echo "unknown binary '$1' (known: ${ALL[*]})" >&2
@@ -150,6 +154,13 @@ put_in_place() {
 	echo "$STAMP" >"$BIN_DIR/.$1.version"
 }
 
+# link NAME: creates the symlinks a multi-call binary is run through.
+link() {
+	local l
+	[ "$1" = kube-node ] || return 0
+	for l in "${KUBE_NODE_LINKS[@]}"; do ln -sfn kube-node "$BIN_DIR/$l"; done
+}
+
 cleanup() {
 	local rc=$?
 	if [ -n "$BG_PID" ]; then
@@ -183,6 +194,7 @@ for name in "${want[@]}"; do
 	[ "$name" != coredns ] || continue
 	plan "$name"
 	if current "$name"; then
+		link "$name"
 		log "$name $VERSION: up to date"
 		continue
 	fi
@@ -190,6 +202,7 @@ for name in "${want[@]}"; do
 	t0=$SECONDS
 	build_tool "$name"
 	put_in_place "$name"
+	link "$name"
 	log "$name $VERSION: built in $(elapsed $((SECONDS - t0))) (total $(elapsed $((SECONDS - START))))"
 done
 

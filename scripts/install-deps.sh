@@ -1,20 +1,30 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the local stack and its tests need:
 # dig (bind9-dnsutils) and openssl; and for the delegation test (test/delegation)
-# a BIND 9 parent zone (named, from bind9) and a recursive resolver (unbound).
-# The tests run named and unbound as their own processes on loopback, with
-# configuration files in a temporary directory: the packages' system services
-# are neither started by the installation nor enabled.
+# a BIND 9 parent zone (named, from bind9) and a recursive resolver (unbound);
+# and for the real-cluster test (test/cluster) containerd, runc, the CNI
+# plugins (containernetworking-plugins) and iptables.
+# The tests run named, unbound and containerd as their own processes, with
+# configuration files in directories of their own: the packages' system
+# services are neither started by the installation nor enabled.
 # Runs `apt-get update` only when a package is actually missing. Works as root,
 # or through sudo when it is available.
 set -euo pipefail
 
-# command-name:debian-package
-wanted=(dig:bind9-dnsutils openssl:openssl named:bind9 unbound:unbound)
+# command-name:debian-package; a command given as a path is a file the
+# package installs outside PATH.
+wanted=(dig:bind9-dnsutils openssl:openssl named:bind9 unbound:unbound
+	containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins
+	iptables:iptables)
 
 # have reports whether a command exists; daemons live in /usr/sbin, which is
 # not in every user's PATH.
-have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
+have() {
+	case $1 in
+	/*) [ -x "$1" ] ;;
+	*) command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] ;;
+	esac
+}
 
 missing=()
 for entry in "${wanted[@]}"; do
@@ -25,7 +35,7 @@ for entry in "${wanted[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-	echo "install-deps: all present (dig, openssl, named, unbound)"
+	echo "install-deps: all present (dig, openssl, named, unbound, containerd, runc, CNI plugins, iptables)"
 	exit 0
 fi
 
@@ -56,12 +66,14 @@ echo "install-deps: installing ${missing[*]}"
 
 # Under systemd the units are enabled on installation: disable them (and stop
 # any that started anyway), so that nothing listens on port 53 behind the
-# tests' back. The tests start named and unbound themselves.
+# tests' back, and no containerd serves /run/containerd. The tests start
+# named, unbound and containerd themselves.
 if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
 	for pkg in "${missing[@]}"; do
 		case $pkg in
 		bind9) units=(named.service) ;;
 		unbound) units=(unbound.service unbound-resolvconf.service) ;;
+		containerd) units=(containerd.service) ;;
 		*) continue ;;
 		esac
 		"${as_root[@]}" systemctl disable --now "${units[@]}" >/dev/null 2>&1 || true

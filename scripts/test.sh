@@ -42,8 +42,13 @@ done
 
 step "end-to-end tests on the local stack"
 # One package at a time: each starts its own stack. The fault-injection suite
-# runs next, on its own, to print its report.
-go test -count=1 -p 1 -timeout 20m $(go list ./test/... | grep -v '/test/chaos$')
+# and the real cluster run next, each on its own.
+go test -count=1 -p 1 -timeout 20m $(go list ./test/... | grep -v -e '/test/chaos$' -e '/test/cluster$')
+
+step "real cluster (three kubelet nodes)"
+# containerd, kubelets and kube-proxy in network and mount namespaces of
+# their own (root only; the test skips otherwise).
+go test -count=1 -timeout 20m ./test/cluster
 
 step "fault injection (three-member etcd cluster)"
 scripts/chaos.sh

@@ -1,0 +1,70 @@
+package images
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestDockerfileBuild pins the shape of the Dockerfile's go build: if it
+// changes, the image built here must be checked against it again.
+func TestDockerfileBuild(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := dockerfileBuild(string(b), "v9.9.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := goBuildCommand{
+		Env:   []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + runtime.GOARCH},
+		Flags: []string{"-trimpath", "-tags", "grpcnotrace", "-ldflags", "-s -w -X main.version=v9.9.9"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("dockerfileBuild(Dockerfile) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestReadRefs(t *testing.T) {
+	got, err := ReadRefs(repoRoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Refs{
+		Skylb:   "ghcr.io/skylb/skylb:v0.1.0",
+		Etcd:    "registry.k8s.io/etcd:3.6.8-0",
+		Debian:  "docker.io/library/debian:12-slim",
+		CoreDNS: "docker.io/coredns/coredns:1.15.0",
+		Pause:   PauseRef,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ReadRefs() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"debian", "docker.io/library/debian"},
+		{"coredns/coredns", "docker.io/coredns/coredns"},
+		{"registry.k8s.io/etcd", "registry.k8s.io/etcd"},
+		{"localhost/x", "localhost/x"},
+		{"host:5000/x", "host:5000/x"},
+	} {
+		if got := Normalize(tc.in); got != tc.want {
+			t.Errorf("Normalize(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
