@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the local stack and its tests need:
-# dig (bind9-dnsutils) and openssl; and for the delegation test (test/delegation)
-# a BIND 9 parent zone (named, from bind9) and a recursive resolver (unbound);
-# and for the real-cluster test (test/cluster) containerd, runc, the CNI
-# plugins (containernetworking-plugins) and iptables.
+# Installs the Debian packages skylb's scripts need, by what they are for:
+#
+#   scripts/install-deps.sh playground   dig (bind9-dnsutils) and openssl: what
+#                                        scripts/playground.sh needs
+#   scripts/install-deps.sh [all]        those, and for the tests: a BIND 9
+#                                        parent zone (named, from bind9) and a
+#                                        recursive resolver (unbound) for
+#                                        test/delegation; containerd, runc, the
+#                                        CNI plugins (containernetworking-plugins)
+#                                        and iptables for the real cluster
+#                                        (test/cluster, test/deploy)
+#
 # The tests run named, unbound and containerd as their own processes, with
 # configuration files in directories of their own: the packages' system
 # services are neither started by the installation nor enabled.
@@ -13,9 +20,18 @@ set -euo pipefail
 
 # command-name:debian-package; a command given as a path is a file the
 # package installs outside PATH.
-wanted=(dig:bind9-dnsutils openssl:openssl named:bind9 unbound:unbound
+playground=(dig:bind9-dnsutils openssl:openssl)
+tests=(named:bind9 unbound:unbound
 	containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins
 	iptables:iptables)
+case ${1:-all} in
+playground) wanted=("${playground[@]}") ;;
+all) wanted=("${playground[@]}" "${tests[@]}") ;;
+*)
+	sed -n '2,/^set -e/p' "$0" | sed '$d' >&2
+	exit 2
+	;;
+esac
 
 # have reports whether a command exists; daemons live in /usr/sbin, which is
 # not in every user's PATH.
@@ -35,7 +51,7 @@ for entry in "${wanted[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-	echo "install-deps: all present (dig, openssl, named, unbound, containerd, runc, CNI plugins, iptables)"
+	echo "install-deps: all present (${wanted[*]%%:*})"
 	exit 0
 fi
 

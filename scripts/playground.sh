@@ -48,7 +48,7 @@ cmd=$1
 shift
 case $cmd in
 up)
-	"$ROOT/scripts/install-deps.sh"
+	"$ROOT/scripts/install-deps.sh" playground
 	"$ROOT/scripts/build-bins.sh"
 	build
 	exec "$BIN" up --dir "$DIR" "$@"
