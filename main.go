@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/transport"
 	"k8s.io/klog/v2"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/etcdclient"
 	"github.com/skylb/skylb/internal/inventory"
+	"github.com/skylb/skylb/internal/kubeclient"
 	"github.com/skylb/skylb/internal/leader"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
@@ -134,7 +136,10 @@ func main() {
 	}
 	log := cfg.Log
 	routeKlog(log)
-	kube, gw, err := kubeClients(o.kubeconfig)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	waiter := kubeclient.New(ctx.Done(), 0, log.WithField("component", "kube-client"))
+	kube, gw, err := kubeClients(o.kubeconfig, waiter.Wrap)
 	if err != nil {
 		fail(fmt.Errorf("--kubeconfig: %w", err))
 	}
@@ -145,10 +150,8 @@ func main() {
 	}
 	defer etcd.Close()
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	log.WithFields(logrus.Fields{"version": version, "zones": cfg.Source.Zones, "owner": cfg.Owner, "etcd": o.etcd.Endpoints}).Info("skylb starting")
-	if err := app.Run(ctx, cfg, app.Clients{Kube: kube, Gateway: gw}, etcd); err != nil {
+	if err := app.Run(ctx, cfg, app.Clients{Kube: kube, Gateway: gw, APIServerErr: waiter.Err}, etcd); err != nil {
 		log.WithError(err).Error("skylb stopped")
 		os.Exit(1)
 	}
@@ -452,12 +455,14 @@ func inClusterNamespace() string {
 }
 
 // kubeClients builds the Kubernetes and Gateway API clients from a kubeconfig
-// path, or in-cluster config, or $KUBECONFIG and ~/.kube/config.
-func kubeClients(path string) (kubernetes.Interface, gatewayclient.Interface, error) {
+// path, or in-cluster config, or $KUBECONFIG and ~/.kube/config, with wrap
+// around their transport.
+func kubeClients(path string, wrap transport.WrapperFunc) (kubernetes.Interface, gatewayclient.Interface, error) {
 	cfg, err := kubeConfig(path)
 	if err != nil {
 		return nil, nil, err
 	}
+	cfg.Wrap(wrap)
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, err
