@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,7 +20,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/transport"
-	"k8s.io/klog/v2"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/skylb/skylb/internal/app"
@@ -135,7 +133,7 @@ func main() {
 		fail(err)
 	}
 	log := cfg.Log
-	routeKlog(log)
+	kubeclient.RouteKlog(log, 0)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	waiter := kubeclient.New(ctx.Done(), 0, log.WithField("component", "kube-client"))
@@ -433,16 +431,6 @@ func printDelegation(o *options, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "skylb:", err)
 	return 2
-}
-
-// routeKlog sends client-go's klog lines through skylb's logger, at debug level,
-// so that every line has skylb's format.
-func routeKlog(log logrus.FieldLogger) {
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	_ = fs.Set("logtostderr", "false")
-	_ = fs.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(log.WithField("component", "client-go").WriterLevel(logrus.DebugLevel))
 }
 
 // inClusterNamespace returns the namespace skylb runs in, or "skylb" outside a cluster.
