@@ -4,8 +4,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -142,6 +144,14 @@ func main() {
 		fail(fmt.Errorf("--kubeconfig: %w", err))
 	}
 	o.etcd.Log = log
+	tlsFiles := func() error { _, err := o.etcd.TLS(); return err }
+	if err := app.WaitForFiles(ctx, cfg, tlsFiles, etcdFilesFix); err != nil {
+		if ctx.Err() != nil {
+			log.Info("skylb stopped")
+			return
+		}
+		fail(fmt.Errorf("--etcd-endpoints/--etcd-*-file: %w", err))
+	}
 	etcd, err := etcdclient.New(o.etcd)
 	if err != nil {
 		fail(fmt.Errorf("etcd client: %w", err))
@@ -155,6 +165,9 @@ func main() {
 	}
 	log.Info("skylb stopped")
 }
+
+// etcdFilesFix tells what to do about a missing etcd client file.
+const etcdFilesFix = "skylb starts once it is there; mount the Secret holding the etcd client certificate (ca.crt, tls.crt, tls.key), or correct --etcd-ca-file, --etcd-cert-file and --etcd-key-file"
 
 // flags defines skylb's command line, with its defaults, on o.
 func flags(o *options) *pflag.FlagSet {
@@ -272,7 +285,8 @@ func (o *options) config() (app.Config, error) {
 	if o.gatewayPoll <= 0 {
 		return app.Config{}, fmt.Errorf("--gateway-api-poll-interval: must be positive")
 	}
-	if _, err := o.etcd.TLS(); err != nil {
+	// A missing file is waited for (see app.WaitForFiles); any other error is final.
+	if _, err := o.etcd.TLS(); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return app.Config{}, fmt.Errorf("--etcd-endpoints/--etcd-*-file: %w", err)
 	}
 	log, err := newLogger(o.logLevel, o.logFormat)
