@@ -11,6 +11,7 @@ package kubeclient
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -26,7 +27,9 @@ const DefaultInterval = 500 * time.Millisecond
 // Waiter wraps the transport of a Kubernetes client: a GET request that
 // cannot connect to the API server (connection refused, host unreachable,
 // name not resolving yet) is tried again every interval until it connects,
-// its context ends or the Waiter is stopped. Other requests fail as before;
+// its context ends or the Waiter is stopped; so is one that a server which
+// was unreachable answers 503 with Retry-After, as it does for the paths it
+// has not installed yet while it starts. Other requests fail as before;
 // writes are never repeated. It also tells whether the server is reachable.
 type Waiter struct {
 	interval time.Duration
@@ -83,15 +86,23 @@ type roundTripper struct {
 }
 
 func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	idempotent := req.Method == http.MethodGet && (req.Body == nil || req.Body == http.NoBody)
 	for {
 		resp, err := r.next.RoundTrip(req)
-		if err == nil || !unreachable(err) {
+		switch {
+		case err == nil && idempotent && starting(resp) && r.w.Err() != nil:
+			// The server answers but is still starting: keep waiting.
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+			resp.Body.Close()
+			err = fmt.Errorf("API server starting: %s", resp.Status)
+		case err == nil || !unreachable(err):
 			r.w.observe(nil)
 			return resp, err
-		}
-		r.w.observe(err)
-		if req.Method != http.MethodGet || req.Body != nil && req.Body != http.NoBody {
-			return resp, err
+		default:
+			r.w.observe(err)
+			if !idempotent {
+				return resp, err
+			}
 		}
 		select {
 		case <-req.Context().Done():
@@ -101,6 +112,13 @@ func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		case <-time.After(r.w.interval):
 		}
 	}
+}
+
+// starting reports whether resp is how a starting API server answers a
+// request for a path it has not installed yet (a custom resource's): 503 with
+// Retry-After, 5 s, which client-go would honour.
+func starting(resp *http.Response) bool {
+	return resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != ""
 }
 
 // unreachable reports whether err says the request never reached the

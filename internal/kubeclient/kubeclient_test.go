@@ -108,3 +108,62 @@ func TestWhatDoesNotWait(t *testing.T) {
 		})
 	}
 }
+
+// startingServer answers 503 with Retry-After, as kube-apiserver does for
+// the paths it has not installed yet, until ready is closed, then 200.
+func startingServer(t *testing.T, addr string, ready <-chan struct{}) {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen on %s: %v", addr, err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case <-ready:
+			io.WriteString(w, "ok")
+		default:
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, "the request has been made before all known HTTP paths have been installed", http.StatusServiceUnavailable)
+		}
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+}
+
+func TestGetWaitsForAStartingServer(t *testing.T) {
+	addr, _ := listenLater(t)
+	ready := make(chan struct{})
+	w := kubeclient.New(make(chan struct{}), 50*time.Millisecond, logrus.New())
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		startingServer(t, addr, ready)
+		time.Sleep(300 * time.Millisecond)
+		close(ready)
+	}()
+	start := time.Now()
+	resp, err := client(w).Get("http://" + addr + "/apis/gateway.networking.k8s.io/v1")
+	if err != nil {
+		t.Fatalf("Get() = %v, want it to wait for the server", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("Get() status = %d, want 200 once the server has started", resp.StatusCode)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Get() took %v, want well under the 5 s of Retry-After", took)
+	}
+}
+
+func TestRetryAfterOfAServerThatWasUpIsHonoured(t *testing.T) {
+	addr, _ := listenLater(t)
+	startingServer(t, addr, make(chan struct{}))
+	w := kubeclient.New(make(chan struct{}), 50*time.Millisecond, logrus.New())
+	resp, err := client(w).Get("http://" + addr + "/apis/gateway.networking.k8s.io/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("Get() status = %d, want the server's 503 passed on", resp.StatusCode)
+	}
+}
