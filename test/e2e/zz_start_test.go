@@ -38,6 +38,14 @@ func startWhileDown(t *testing.T, args ...string) *stack.Proc {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
+		// The servers the test stopped come back first, even if it failed.
+		for _, name := range []string{"etcd", "kube-apiserver"} {
+			if p := st.Proc(name); !p.Running() {
+				if err := p.Restart(ctx); err != nil {
+					t.Errorf("restart %s: %v", name, err)
+				}
+			}
+		}
 		if err := main.Restart(ctx); err != nil {
 			t.Errorf("restart skylb: %v", err)
 		} else if err := waitReady(ctx); err != nil {
@@ -54,19 +62,14 @@ func startWhileDown(t *testing.T, args ...string) *stack.Proc {
 	return sk
 }
 
-// stopped stops the stack's process name, and starts it again when the test
-// ends unless the test has.
+// stopped stops the stack's process name; startWhileDown starts it again
+// when the test ends, unless the test has.
 func stopped(t *testing.T, name string) *stack.Proc {
 	t.Helper()
 	p := st.Proc(name)
 	if err := p.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if !p.Running() {
-			p.Restart(context.Background())
-		}
-	})
 	return p
 }
 
