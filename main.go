@@ -4,9 +4,10 @@ package main
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -21,7 +22,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2"
+	"k8s.io/client-go/transport"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/skylb/skylb/internal/app"
@@ -29,6 +30,7 @@ import (
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/etcdclient"
 	"github.com/skylb/skylb/internal/inventory"
+	"github.com/skylb/skylb/internal/kubeclient"
 	"github.com/skylb/skylb/internal/leader"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
@@ -136,27 +138,40 @@ func main() {
 		fail(err)
 	}
 	log := cfg.Log
-	routeKlog(log)
-	clients, err := kubeClients(o.kubeconfig)
+	kubeclient.RouteKlog(log, 0)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	waiter := kubeclient.New(ctx.Done(), 0, log.WithField("component", "kube-client"))
+	clients, err := kubeClients(o.kubeconfig, waiter.Wrap)
 	if err != nil {
 		fail(fmt.Errorf("--kubeconfig: %w", err))
 	}
 	o.etcd.Log = log
+	tlsFiles := func() error { _, err := o.etcd.TLS(); return err }
+	if err := app.WaitForFiles(ctx, cfg, tlsFiles, etcdFilesFix); err != nil {
+		if ctx.Err() != nil {
+			log.Info("skylb stopped")
+			return
+		}
+		fail(fmt.Errorf("--etcd-endpoints/--etcd-*-file: %w", err))
+	}
 	etcd, err := etcdclient.New(o.etcd)
 	if err != nil {
 		fail(fmt.Errorf("etcd client: %w", err))
 	}
 	defer etcd.Close()
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	log.WithFields(logrus.Fields{"version": version, "zones": cfg.Source.Zones, "owner": cfg.Owner, "etcd": o.etcd.Endpoints}).Info("skylb starting")
+	clients.APIServerErr = waiter.Err
 	if err := app.Run(ctx, cfg, clients, etcd); err != nil {
 		log.WithError(err).Error("skylb stopped")
 		os.Exit(1)
 	}
 	log.Info("skylb stopped")
 }
+
+// etcdFilesFix tells what to do about a missing etcd client file.
+const etcdFilesFix = "skylb starts once it is there; mount the Secret holding the etcd client certificate (ca.crt, tls.crt, tls.key), or correct --etcd-ca-file, --etcd-cert-file and --etcd-key-file"
 
 // flags defines skylb's command line, with its defaults, on o.
 func flags(o *options) *pflag.FlagSet {
@@ -279,7 +294,8 @@ func (o *options) config() (app.Config, error) {
 	if o.gatewayPoll <= 0 {
 		return app.Config{}, fmt.Errorf("--gateway-api-poll-interval: must be positive")
 	}
-	if _, err := o.etcd.TLS(); err != nil {
+	// A missing file is waited for (see app.WaitForFiles); any other error is final.
+	if _, err := o.etcd.TLS(); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return app.Config{}, fmt.Errorf("--etcd-endpoints/--etcd-*-file: %w", err)
 	}
 	log, err := newLogger(o.logLevel, o.logFormat)
@@ -446,16 +462,6 @@ func printDelegation(o *options, stdout, stderr io.Writer) int {
 	return 2
 }
 
-// routeKlog sends client-go's klog lines through skylb's logger, at debug level,
-// so that every line has skylb's format.
-func routeKlog(log logrus.FieldLogger) {
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	_ = fs.Set("logtostderr", "false")
-	_ = fs.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(log.WithField("component", "client-go").WriterLevel(logrus.DebugLevel))
-}
-
 // inClusterNamespace returns the namespace skylb runs in, or "skylb" outside a cluster.
 func inClusterNamespace() string {
 	b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -466,12 +472,14 @@ func inClusterNamespace() string {
 }
 
 // kubeClients builds the Kubernetes, Gateway API and metadata clients from a
-// kubeconfig path, or in-cluster config, or $KUBECONFIG and ~/.kube/config.
-func kubeClients(path string) (app.Clients, error) {
+// kubeconfig path, or in-cluster config, or $KUBECONFIG and ~/.kube/config,
+// with wrap around their transport.
+func kubeClients(path string, wrap transport.WrapperFunc) (app.Clients, error) {
 	cfg, err := kubeConfig(path)
 	if err != nil {
 		return app.Clients{}, err
 	}
+	cfg.Wrap(wrap)
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return app.Clients{}, err

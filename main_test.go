@@ -113,3 +113,32 @@ func TestREADMEFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigWaitsOnlyForMissingFiles(t *testing.T) {
+	dir := t.TempDir()
+	garbage := dir + "/garbage.crt"
+	if err := os.WriteFile(garbage, []byte("not PEM"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		ca      string
+		wantErr bool
+	}{
+		{"missing CA file: waited for", dir + "/late/ca.crt", false},
+		{"CA file without a certificate: refused", garbage, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := parse(t, "--zone=example.org", "--etcd-ca-file="+tt.ca,
+				"--etcd-cert-file="+dir+"/late/tls.crt", "--etcd-key-file="+dir+"/late/tls.key")
+			_, err := o.config()
+			if (err != nil) != tt.wantErr {
+				t.Errorf("config() = %v, want an error: %v", err, tt.wantErr)
+			}
+			if err != nil && !strings.HasPrefix(err.Error(), "--etcd-") {
+				t.Errorf("config() = %v, want an error naming the flags", err)
+			}
+		})
+	}
+}

@@ -103,6 +103,9 @@ type Clients struct {
 	// Metadata, when set, watches CustomResourceDefinitions so that the
 	// Gateway API is picked up as soon as its CRDs are installed.
 	Metadata metadata.Interface
+	// APIServerErr, when set, says why the API server cannot be reached, or
+	// nil while it answers; /readyz gives the reason.
+	APIServerErr func() error
 }
 
 // Run publishes until ctx ends, or once with Config.Once.
@@ -168,15 +171,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 
 	if cfg.HTTPAddress != "" {
 		srv, err := serveHTTP(cfg.HTTPAddress, m, func() error {
-			switch {
-			case !ctrl.Ready():
-				return errors.New("informer caches not synced")
-			case !pub.Ready():
-				return errors.New("etcd view not loaded")
-			case !pub.Reachable():
-				return errors.New("etcd unreachable")
-			}
-			return nil
+			return notReady(clients, pub, ctrl)
 		})
 		if err != nil {
 			return err
@@ -235,6 +230,30 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 		return err
 	}
 	return ctrl.Run(ctx)
+}
+
+// notReady returns every reason skylb is not ready, on one line, or nil when
+// it is.
+func notReady(clients Clients, pub *publish.Publisher, ctrl *controller.Controller) error {
+	var reasons []string
+	if clients.APIServerErr != nil {
+		if err := clients.APIServerErr(); err != nil {
+			reasons = append(reasons, err.Error())
+		}
+	}
+	if !ctrl.Ready() {
+		reasons = append(reasons, "informer caches not synced")
+	}
+	if !pub.Reachable() {
+		reasons = append(reasons, "etcd unreachable")
+	}
+	if !pub.Ready() {
+		reasons = append(reasons, "etcd view not loaded")
+	}
+	if len(reasons) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(reasons, "; "))
 }
 
 // firstPass returns once the first full pass is in etcd, or when it is not

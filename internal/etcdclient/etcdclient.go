@@ -26,9 +26,7 @@ type Config struct {
 	CertFile   string
 	KeyFile    string
 	ServerName string
-	// DialTimeout bounds the first connection; requests carry their own deadlines.
-	DialTimeout time.Duration
-	Log         logrus.FieldLogger
+	Log        logrus.FieldLogger
 }
 
 // ErrNoTLS is returned when an https endpoint is given without client certificates.
@@ -74,8 +72,9 @@ func (c Config) TLS() (*tls.Config, error) {
 	}, nil
 }
 
-// New connects to etcd. It does not wait for the connection: an unreachable etcd
-// shows up as failing requests, which callers retry.
+// New connects to etcd. It does not wait for the connection: an etcd that is
+// down, or whose name does not resolve yet, shows up as failing requests,
+// which callers retry, and the client connects once etcd answers.
 func New(c Config) (*clientv3.Client, error) {
 	tlsConfig, err := c.TLS()
 	if err != nil {
@@ -84,14 +83,12 @@ func New(c Config) (*clientv3.Client, error) {
 	if tlsConfig == nil && c.Log != nil {
 		c.Log.WithField("endpoints", c.Endpoints).Warn("etcd endpoints are plain http: records travel unencrypted and unauthenticated; use this only for local tests")
 	}
-	dial := c.DialTimeout
-	if dial == 0 {
-		dial = 5 * time.Second
-	}
 	return clientv3.New(clientv3.Config{
-		Endpoints:            c.Endpoints,
-		TLS:                  tlsConfig,
-		DialTimeout:          dial,
+		Endpoints: c.Endpoints,
+		TLS:       tlsConfig,
+		// No DialTimeout: with one, clientv3.New blocks until the first
+		// connection is up and fails after it, which would make skylb exit
+		// whenever it starts before etcd (a cluster power-on, a restore).
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 5 * time.Second,
 		AutoSyncInterval:     time.Minute,

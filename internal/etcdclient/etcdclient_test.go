@@ -92,3 +92,51 @@ func TestTLSConfigErrors(t *testing.T) {
 		t.Errorf("TLS() for plain http = %v, %v; want nil, nil", cfg, err)
 	}
 }
+
+func TestNewDoesNotWaitForEtcd(t *testing.T) {
+	srv := etcdtest.Start(t)
+	srv.Stop()
+	unresolved := srv.Client
+	unresolved.Endpoints = []string{"https://etcd.skylb.invalid:2379"}
+	tests := []struct {
+		name string
+		cfg  etcdclient.Config
+	}{
+		{"etcd down", srv.Client},
+		{"name not resolving", unresolved},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			c, err := etcdclient.New(tt.cfg)
+			if err != nil {
+				t.Fatalf("New() = %v, want a client that connects later", err)
+			}
+			defer c.Close()
+			if took := time.Since(start); took > time.Second {
+				t.Errorf("New() took %v, want it not to wait for etcd", took)
+			}
+		})
+	}
+
+	// The client made while etcd was down connects once it is up.
+	c, err := etcdclient.New(srv.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv.Restart()
+	start := time.Now()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := c.Put(ctx, "/skydns/late", "ok")
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("put 10 s after etcd started: %v", err)
+		}
+	}
+	t.Logf("first put %v after etcd started", time.Since(start).Round(time.Millisecond))
+}

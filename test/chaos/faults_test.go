@@ -64,7 +64,7 @@ func TestFaults(t *testing.T) {
 	fault(t, "4. compaction past skylb's watch revision while skylb is paused",
 		"skylb lists again (skylb_etcd_relists_total) and repairs what changed unseen; then the invariant", compaction)
 	fault(t, "5. kube-apiserver down for 60 s",
-		"nothing in etcd changes while it is down; changes made after it returns land", apiServerDown)
+		"nothing in etcd changes while it is down; changes made after it returns land within 5 s", apiServerDown)
 	fault(t, "6. kill -9 of skylb while it writes 2,000 records",
 		"the restarted skylb converges with no orphan of deleted Services", skylbKill)
 	fault(t, "7. etcd out of space (NOSPACE alarm)",
@@ -479,7 +479,15 @@ func apiServerDown(t *faultT) {
 	}
 	t.Notef("down %s; %d keys under /skydns/ unchanged", seconds(60*time.Second), len(before.Kvs))
 	settle(ctx, t, end, gone)
+	// skylb's informers must not have backed off while the server was away.
+	if t.row.converge > apiReturnLimit {
+		t.Errorf("the changes made after the API server returned landed in %s, want within %s", seconds(t.row.converge), seconds(apiReturnLimit))
+	}
 }
+
+// apiReturnLimit is how soon the changes made after the API server returns
+// must be in etcd.
+const apiReturnLimit = 5 * time.Second
 
 // diffRevisions lists the keys that differ between two listings.
 func diffRevisions(a, b []*mvccpb.KeyValue) []string {
