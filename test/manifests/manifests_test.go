@@ -719,6 +719,12 @@ func staticChecks(t *testing.T, root string, r map[string]*rendering, certs *cer
 	if !labels.SelectorFromSet(nsSvc.Spec.Selector).Matches(labels.Set(ds.Spec.Template.Labels)) || nsSvc.Spec.ClusterIP != corev1.ClusterIPNone {
 		t.Error("the Service coredns-nameservers is not a headless Service of the DaemonSet's pods")
 	}
+	// Nor of the Deployment's, which kubectl apply leaves beside the DaemonSet:
+	// their nodes do not serve port 53.
+	if labels.SelectorFromSet(nsSvc.Spec.Selector).Matches(labels.Set(dep.Spec.Template.Labels)) ||
+		labels.SelectorFromSet(ds.Spec.Selector.MatchLabels).Matches(labels.Set(dep.Spec.Template.Labels)) {
+		t.Error("the Service coredns-nameservers or the DaemonSet selects the Deployment's pods too")
+	}
 	if sel, _ := labels.Parse(selector); sel != nil && sel.Matches(labels.Set(r["coredns"].get(t, "Service", nsCoreDNS, "coredns").GetLabels())) {
 		t.Error("skylb --nameserver-selector selects the NodePort Service, whose nodes do not serve port 53")
 	}
@@ -758,9 +764,16 @@ func staticChecks(t *testing.T, root string, r map[string]*rendering, certs *cer
 			}
 		}
 	}
-	for _, want := range []string{"ghcr.io/skylb/skylb:latest", "registry.k8s.io/etcd:3.6.8-0", "coredns/coredns:1.15.0", "debian:13-slim"} {
+	for _, want := range []string{"ghcr.io/skylb/skylb:v0.1.0", "registry.k8s.io/etcd:3.6.8-0", "coredns/coredns:1.15.0", "debian:12-slim"} {
 		if _, ok := images[want]; !ok {
 			t.Errorf("no workload runs image %s (images: %v)", want, slices.Sorted(maps.Keys(images)))
+		}
+	}
+	// A version tag on every image: "latest" (or none) is pulled every time,
+	// which fails in an air-gapped cluster.
+	for img := range images {
+		if _, tag, ok := strings.Cut(img[strings.LastIndex(img, "/")+1:], ":"); !ok || tag == "latest" {
+			t.Errorf("image %s has no version tag", img)
 		}
 	}
 
