@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/skylb/skylb/test/images"
+	"github.com/skylb/skylb/test/stack"
 )
 
 // StateFile is the file in Options.Dir that records everything a running
@@ -117,7 +118,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("cluster: %d nodes, want 1 to %d", o.Nodes, maxNodes)
 	}
 	if o.DNSImage == "" {
-		root, err := FindRoot()
+		root, err := stack.FindRoot()
 		if err != nil {
 			return o, err
 		}
@@ -159,29 +160,6 @@ func newCluster(dir string) *Cluster {
 		Kubeconfig: filepath.Join(dir, "admin.kubeconfig"),
 		APIServer:  fmt.Sprintf("https://%s:%d", hostIP, apiServerPort),
 		DNSIP:      dnsIP,
-	}
-}
-
-// module is the Go module path of the repository.
-const module = "github.com/skylb/skylb"
-
-// FindRoot returns the repository root: the nearest directory, from the working directory
-// upwards, whose go.mod declares the repository's module.
-func FindRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			strings.HasPrefix(string(b), "module "+module+"\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("cluster: no go.mod of module %s above the working directory", module)
-		}
-		dir = parent
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skylb/skylb/test/images"
+	"github.com/skylb/skylb/test/stack"
 )
 
 // The test's workload: an etcd server (the etcd image) on the first node
@@ -104,7 +105,7 @@ func TestCluster(t *testing.T) {
 	// clean-up removes the cluster.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	root, err := FindRoot()
+	root, err := stack.FindRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/skylb/skylb/test/cluster"
 	"github.com/skylb/skylb/test/images"
+	"github.com/skylb/skylb/test/stack"
 )
 
 func main() {
@@ -47,7 +48,7 @@ func run() error {
 	if err := fs.Parse(os.Args[2:]); err != nil {
 		return err
 	}
-	root, err := cluster.FindRoot()
+	root, err := stack.FindRoot()
 	if err != nil {
 		return err
 	}
