@@ -10,6 +10,8 @@
 #   kube-node (+ symlinks kubelet,           k8s.io/kubernetes  (test/tools/go.mod)
 #     kube-scheduler, kube-proxy)
 #   coredns                                  github.com/coredns/coredns@COREDNS_VERSION
+#   source-controller, kustomize-controller  github.com/fluxcd/NAME at the version
+#                                            test/tools/flux/NAME/go.mod requires
 #
 # A binary is rebuilt only when its stamp file bin/.NAME.version differs from
 # what would be built now (module version, Go version, and a hash of its
@@ -31,6 +33,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOOLS=$ROOT/test/tools
 BIN_DIR=${BIN_DIR:-$ROOT/bin}
 ETCD_DIR=$TOOLS/etcd
+FLUX_DIR=$TOOLS/flux
 
 # etcd_pinned: the etcd version etcd/kustomization.yaml pins for
 # registry.k8s.io/etcd (its tag 3.6.8-0 is etcd 3.6.8).
@@ -48,7 +51,8 @@ for dir in "$ETCD_DIR"/*/; do
 	v=$(basename "$dir")
 	[ "$v" = "$ETCD_VERSION" ] || ETCD_OTHERS+=("etcd-$v")
 done
-ALL=(etcd etcdctl etcdutl "${ETCD_OTHERS[@]}" kube-apiserver kube-controller-manager kube-node coredns)
+ALL=(etcd etcdctl etcdutl "${ETCD_OTHERS[@]}" kube-apiserver kube-controller-manager kube-node coredns
+	source-controller kustomize-controller)
 # The commands kube-node runs, by the name it is called with.
 KUBE_NODE_LINKS=(kubelet kube-scheduler kube-proxy)
 
@@ -96,6 +100,7 @@ plan() {
 	etcd-*) etcd_version=${1#etcd-} ;;
 	kube-apiserver | kube-controller-manager | kube-node) module=k8s.io/kubernetes ;;
 	coredns) module= ;;
+	source-controller | kustomize-controller) module=github.com/fluxcd/$1 ;;
 	*)
 		echo "unknown binary '$1' (known: ${ALL[*]})" >&2
 		exit 2
@@ -115,6 +120,11 @@ plan() {
 		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
 	elif [ -z "$module" ]; then
 		VERSION=$COREDNS_VERSION
+	elif [ "$module" = "github.com/fluxcd/$1" ]; then
+		# The controller module's own main package, the tool of its go.mod.
+		MODDIR=$FLUX_DIR/$1 PKG=$module
+		VERSION=$(cd "$MODDIR" && go list -m -f '{{.Version}}' "$module")
+		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
 	else
 		MODDIR=$TOOLS PKG=./cmd/$1
 		VERSION=$(tools_version "$module")

@@ -312,11 +312,3 @@ func httpGet(ctx context.Context, url string) (string, error) {
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
 }
-
-// testLog writes progress lines to the test log.
-type testLog struct{ t *testing.T }
-
-func (l testLog) Write(p []byte) (int, error) {
-	l.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}

@@ -796,44 +796,14 @@ func ctxT(t *testing.T, limit time.Duration) context.Context {
 // there goes first.
 func upCluster(ctx context.Context, t *testing.T, root, bin string) *cluster.Cluster {
 	t.Helper()
-	log := &testLog{t: t}
+	log := cluster.TestLog(t)
 	imgs, err := images.Build(ctx, images.Options{Root: root, Bin: bin, Cache: filepath.Join(root, ".cluster", "cache"), Log: log})
 	if err != nil {
 		t.Fatalf("build the images: %v", err)
 	}
-	dir := filepath.Join(root, ".cluster", "deploy")
-	if old, err := cluster.Load(dir); err == nil {
-		t.Logf("removing the cluster a previous run left in %s", dir)
-		if err := old.Down(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := cluster.Up(ctx, cluster.Options{Dir: dir, Bin: bin, Nodes: 3, Images: images.Tarballs(imgs), Log: log})
-	if err != nil {
-		t.Fatalf("start the cluster: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, args := range [][]string{
-				{"get", "pods", "-A", "-o", "wide"},
-				{"get", "events", "-A", "--sort-by=.lastTimestamp"},
-				{"-n", "skylb", "logs", "-l", "app.kubernetes.io/name=skylb", "--tail=40", "--prefix"},
-			} {
-				out, _ := c.Kubectl(context.Background(), args...)
-				t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
-			}
-		}
-		if err := c.Down(); err != nil {
-			t.Errorf("cluster down: %v", err)
-		}
-	})
-	return c
-}
-
-// testLog sends progress lines to the test's log.
-type testLog struct{ t *testing.T }
-
-func (l *testLog) Write(b []byte) (int, error) {
-	l.t.Log(strings.TrimRight(string(b), "\n"))
-	return len(b), nil
+	o := cluster.Options{Dir: filepath.Join(root, ".cluster", "deploy"), Bin: bin, Nodes: 3, Images: images.Tarballs(imgs), Log: log}
+	return cluster.UpForTest(ctx, t, o,
+		[]string{"get", "pods", "-A", "-o", "wide"},
+		[]string{"get", "events", "-A", "--sort-by=.lastTimestamp"},
+		[]string{"-n", "skylb", "logs", "-l", "app.kubernetes.io/name=skylb", "--tail=40", "--prefix"})
 }

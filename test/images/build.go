@@ -31,11 +31,15 @@ type Options struct {
 	Cache string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// Flux adds the images of Flux's source-controller and
+	// kustomize-controller (SourceControllerRef, KustomizeControllerRef),
+	// from source-controller and kustomize-controller in Bin.
+	Flux bool
 }
 
 // Image is one built image.
 type Image struct {
-	Name    string   // short name: skylb, etcd, debian, coredns, pause
+	Name    string   // short name: skylb, etcd, debian, coredns, pause, source-controller, kustomize-controller
 	Refs    []string // the references it is tagged with
 	Tarball string   // docker-archive tarball
 }
@@ -57,7 +61,8 @@ type builder struct {
 }
 
 // Build builds (or finds in the cache) every image the manifests run, plus
-// the pause image, and returns them.
+// the pause image (and Flux's controllers with Options.Flux), and returns
+// them.
 func Build(ctx context.Context, o Options) ([]Image, error) {
 	if o.Root == "" {
 		return nil, fmt.Errorf("images: Options.Root is required")
@@ -81,8 +86,12 @@ func Build(ctx context.Context, o Options) ([]Image, error) {
 			return nil, err
 		}
 	}
+	makers := []func(context.Context) (*spec, error){b.pause, b.skylb, b.etcd, b.debian, b.coredns}
+	if o.Flux {
+		makers = append(makers, b.sourceController, b.kustomizeController)
+	}
 	var out []Image
-	for _, mk := range []func(context.Context) (*spec, error){b.pause, b.skylb, b.etcd, b.debian, b.coredns} {
+	for _, mk := range makers {
 		s, err := mk(ctx)
 		if err != nil {
 			return nil, err

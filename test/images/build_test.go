@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,12 +35,6 @@ func TestBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type want struct {
-		ref        string
-		user       string
-		entrypoint []string
-		files      []string // paths that must be in the layer
-	}
 	wants := map[string]want{
 		"pause":   {ref: refs.Pause, user: "65535:65535", entrypoint: []string{"/pause"}, files: []string{"pause"}},
 		"skylb":   {ref: refs.Skylb, user: "65532:65532", entrypoint: []string{"/skylb"}, files: []string{"skylb", "etc/passwd", "etc/group", "etc/nsswitch.conf", "etc/ssl/certs/ca-certificates.crt", "tmp/"}},
@@ -47,6 +42,28 @@ func TestBuild(t *testing.T) {
 		"debian":  {ref: refs.Debian, files: []string{"bin/bash", "usr/bin/awk", "usr/bin/mawk", "bin/sed", "bin/grep", "bin/sleep", "lib/x86_64-linux-gnu/libc.so.6"}},
 		"coredns": {ref: refs.CoreDNS, user: "65532:65532", entrypoint: []string{"/coredns"}, files: []string{"coredns", "etc/ssl/certs/ca-certificates.crt"}},
 	}
+	checkImages(t, imgs, wants)
+	again, err := Build(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(imgs, again); diff != "" {
+		t.Errorf("a second Build() made other tarballs (-first +second):\n%s", diff)
+	}
+}
+
+// want is what an image built must hold.
+type want struct {
+	ref        string
+	user       string
+	entrypoint []string
+	files      []string // paths that must be in the layer
+}
+
+// checkImages reads the tarballs of imgs back and compares each with wants,
+// by image name.
+func checkImages(t *testing.T, imgs []Image, wants map[string]want) {
+	t.Helper()
 	if len(imgs) != len(wants) {
 		t.Fatalf("Build() returned %d images, want %d", len(imgs), len(wants))
 	}
@@ -88,13 +105,31 @@ func TestBuild(t *testing.T) {
 			}
 		})
 	}
-	again, err := Build(ctx, o)
+}
+
+// TestBuildFlux builds the images of Options.Flux too and reads the Flux
+// controllers' back. It needs bin/source-controller and
+// bin/kustomize-controller (scripts/build-bins.sh).
+func TestBuildFlux(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	o := Options{Root: repoRoot(t), EtcdBin: os.Getenv("SKYLB_ETCD_BIN"), Log: testLog{t}, Flux: true}
+	imgs, err := Build(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(imgs, again); diff != "" {
-		t.Errorf("a second Build() made other tarballs (-first +second):\n%s", diff)
+	var flux []Image
+	for _, img := range imgs {
+		if strings.HasSuffix(img.Name, "-controller") {
+			flux = append(flux, img)
+		}
 	}
+	checkImages(t, flux, map[string]want{
+		"source-controller": {ref: SourceControllerRef, user: "65534:65534", entrypoint: []string{"source-controller"},
+			files: []string{"usr/local/bin/source-controller", "etc/ssl/certs/ca-certificates.crt", "tmp/"}},
+		"kustomize-controller": {ref: KustomizeControllerRef, user: "65534:65534", entrypoint: []string{"/sbin/tini", "--", "kustomize-controller"},
+			files: []string{"usr/local/bin/kustomize-controller", "sbin/tini", "etc/ssl/certs/ca-certificates.crt", "tmp/"}},
+	})
 }
 
 // layerFiles returns the tar headers of the image's layers, by name.

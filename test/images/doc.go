@@ -17,7 +17,11 @@
 //     from Debian packages;
 //   - coredns/coredns (coredns/kustomization.yaml), CoreDNS of the tag's
 //     version;
-//   - PauseRef, the sandbox image of the nodes' containerd (cmd/pause).
+//   - PauseRef, the sandbox image of the nodes' containerd (cmd/pause);
+//   - with Options.Flux only, Flux's source-controller and
+//     kustomize-controller (SourceControllerRef, KustomizeControllerRef),
+//     with the layout of upstream's images, from the binaries
+//     scripts/build-bins.sh builds.
 //
 // A built tarball is kept under Options.Cache, named by a hash of everything
 // that goes into it, so that a second Build only checks its inputs.

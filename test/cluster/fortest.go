@@ -1,0 +1,50 @@
+package cluster
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+)
+
+// UpForTest starts a cluster for the test t in o.Dir, after removing the
+// cluster a previous run left there, and removes it in t's clean-up. When t
+// has failed, the clean-up first logs the output of kubectl with each of
+// dump (e.g. {"get", "pods", "-A"}).
+func UpForTest(ctx context.Context, t testing.TB, o Options, dump ...[]string) *Cluster {
+	t.Helper()
+	if old, err := Load(o.Dir); err == nil {
+		t.Logf("removing the cluster a previous run left in %s", o.Dir)
+		if err := old.Down(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := Up(ctx, o)
+	if err != nil {
+		t.Fatalf("start the cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, args := range dump {
+				out, _ := c.Kubectl(context.Background(), args...)
+				t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+			}
+		}
+		if err := c.Down(); err != nil {
+			t.Errorf("cluster down: %v", err)
+		}
+	})
+	return c
+}
+
+// TestLog returns a writer for Options.Log (and test/images' Options.Log)
+// that sends each progress line to t's log.
+func TestLog(t testing.TB) io.Writer { return testLog{t} }
+
+// testLog sends progress lines to the test's log.
+type testLog struct{ t testing.TB }
+
+func (l testLog) Write(b []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}

@@ -1,0 +1,334 @@
+// Package flux runs Flux's own source-controller and kustomize-controller in
+// the real three-node cluster of test/cluster, installed as Flux installs
+// them: namespace flux-system, the CRDs, RBAC and Deployments of the
+// controllers' modules (config/ of github.com/fluxcd/NAME at the version
+// test/tools/flux/NAME/go.mod requires), with the images test/images builds
+// from the binaries of scripts/build-bins.sh. Then it deploys skylb the way
+// the README's "With Flux" does: the Secrets of scripts/gen-certs.sh
+// --secrets, and manifests/flux, its GitRepository pointed at the commit
+// checked out, served over Git's smart HTTP protocol by the test.
+package flux
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/skylb/skylb/test/cluster"
+	"github.com/skylb/skylb/test/images"
+	"github.com/skylb/skylb/test/stack"
+)
+
+// controllers are the Flux controllers the test installs, by module name.
+var controllers = []string{"source-controller", "kustomize-controller"}
+
+func TestFlux(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: a cluster of kubelets needs root (network and mount namespaces, cgroups)")
+	}
+	root := repoRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	// An interrupt ends the test through its context, so that the clean-up
+	// removes the cluster.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	install, err := writeInstall(ctx, root, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	c := upCluster(ctx, t, root)
+	t.Logf("measure: cluster of %d nodes up in %v", len(c.Nodes), time.Since(t0).Round(time.Second))
+
+	t0 = time.Now()
+	if out, err := c.Kubectl(ctx, "apply", "--server-side", "-k", install); err != nil {
+		t.Fatalf("install Flux: %v\n%s", err, out)
+	}
+	for _, name := range controllers {
+		if out, err := c.Kubectl(ctx, "-n", "flux-system", "rollout", "status", "deployment/"+name, "--timeout=3m"); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, out)
+		}
+	}
+	t.Logf("measure: Flux installed -> source-controller and kustomize-controller Ready in %v", time.Since(t0).Round(time.Second))
+	for _, name := range controllers {
+		out, err := c.Kubectl(ctx, "-n", "flux-system", "get", "pods", "-l", "app="+name,
+			"-o", `jsonpath={range .items[*]}{.spec.containers[0].image} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := strings.TrimSpace(out), "ghcr.io/fluxcd/"+name+":v1.9.6 True"; got != want {
+			t.Errorf("Got %s pods %q, want %q", name, got, want)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+
+	t.Run("deploy skylb from Git", func(t *testing.T) {
+		u, err := url.Parse(c.APIServer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		repo := serveGit(ctx, t, root, u.Hostname())
+		t0 := time.Now()
+		ready := deployFromGit(ctx, t, c, root, repo)
+		for i, name := range kustomizations {
+			t.Logf("measure: manifests/flux applied -> Kustomization %s Ready in %v", name, ready[name].Sub(t0).Round(time.Second))
+			if i > 0 && ready[name].Before(ready[kustomizations[i-1]]) {
+				t.Errorf("Got %s Ready at %v, before %s (%v), which it depends on", name, ready[name], kustomizations[i-1], ready[kustomizations[i-1]])
+			}
+		}
+		head, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "HEAD").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Kubectl(ctx, "-n", "flux-system", "get", "gitrepository/skylb", "-o", "jsonpath={.status.artifact.revision}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "main@sha1:" + strings.TrimSpace(string(head)); got != want {
+			t.Errorf("Got GitRepository skylb at revision %q, want %q", got, want)
+		}
+		t0 = time.Now()
+		want := exposeWeb(ctx, t, c)
+		waitAnswer(ctx, t, net.JoinHostPort(c.Nodes[0].IP.String(), fmt.Sprint(nodePort)), webName, want)
+		t.Logf("measure: LoadBalancer Service created -> %s answers %v through the NodePort in %v", webName, want, time.Since(t0).Round(time.Second))
+	})
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := stack.FindRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// upCluster builds the images (the Flux controllers' too), removes what a
+// previous run left in <root>/.cluster/flux and starts a three-node cluster
+// there, which the test's clean-up removes.
+func upCluster(ctx context.Context, t *testing.T, root string) *cluster.Cluster {
+	t.Helper()
+	bin := filepath.Join(root, "bin")
+	log := cluster.TestLog(t)
+	imgs, err := images.Build(ctx, images.Options{Root: root, Bin: bin, Cache: filepath.Join(root, ".cluster", "cache"), Log: log, Flux: true})
+	if err != nil {
+		t.Fatalf("build the images: %v", err)
+	}
+	o := cluster.Options{Dir: filepath.Join(root, ".cluster", "flux"), Bin: bin, Nodes: 3, Images: images.Tarballs(imgs), Log: log}
+	return cluster.UpForTest(ctx, t, o,
+		[]string{"get", "pods", "-A", "-o", "wide"},
+		[]string{"get", "events", "-A", "--sort-by=.lastTimestamp"},
+		[]string{"-n", "flux-system", "get", "gitrepositories,kustomizations", "-o", "wide"},
+		[]string{"-n", "flux-system", "logs", "-l", "app in (source-controller,kustomize-controller)", "--tail=40", "--prefix"})
+}
+
+// writeInstall writes into dir a kustomization of the controllers' install
+// from each controller's own config/ (the kustomizations its config/default
+// assembles): its CRDs, RBAC and Deployment, in the namespace flux-system as
+// Flux installs them, with the images test/images builds. It returns dir.
+func writeInstall(ctx context.Context, root, dir string) (string, error) {
+	var b strings.Builder
+	b.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n" +
+		"namespace: flux-system\nresources:\n- namespace.yaml\n")
+	for _, name := range controllers {
+		config, err := moduleConfig(ctx, root, name)
+		if err != nil {
+			return "", err
+		}
+		// Relative: kustomize takes no absolute directory as a resource.
+		rel, err := filepath.Rel(dir, config)
+		if err != nil {
+			return "", err
+		}
+		for _, sub := range []string{"crd", "rbac", "manager"} {
+			fmt.Fprintf(&b, "- %s\n", filepath.Join(rel, sub))
+		}
+	}
+	b.WriteString("images:\n")
+	for _, ref := range []string{images.SourceControllerRef, images.KustomizeControllerRef} {
+		repo, tag, _ := strings.Cut(ref, ":")
+		fmt.Fprintf(&b, "- name: fluxcd/%s\n  newName: %s\n  newTag: %s\n", filepath.Base(repo), repo, tag)
+	}
+	files := map[string]string{
+		"kustomization.yaml": b.String(),
+		"namespace.yaml":     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: flux-system\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// moduleConfig returns the config/ directory of the module
+// github.com/fluxcd/name at the version test/tools/flux/name/go.mod
+// requires, downloading the module if the module cache lacks it.
+func moduleConfig(ctx context.Context, root, name string) (string, error) {
+	module := "github.com/fluxcd/" + name
+	cmd := exec.CommandContext(ctx, goCommand(), "mod", "download", "-json", module)
+	cmd.Dir = filepath.Join(root, "test", "tools", "flux", name)
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go mod download %s: %w", module, err)
+	}
+	var m struct{ Dir string }
+	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
+		return "", fmt.Errorf("go mod download %s: no directory in %q", module, out)
+	}
+	return filepath.Join(m.Dir, "config"), nil
+}
+
+// goCommand returns the go command: from PATH, or the usual install place.
+func goCommand() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+// kustomizations are the Kustomizations of manifests/flux, in their
+// dependsOn order.
+var kustomizations = []string{"skylb-etcd", "skylb-coredns", "skylb"}
+
+// deployFromGit applies manifests/flux with the GitRepository's URL pointed
+// at repo, after the Secrets the README's Flux section asks for, and waits
+// until every Kustomization is Ready. It returns when each became Ready.
+func deployFromGit(ctx context.Context, t *testing.T, c *cluster.Cluster, root, repo string) map[string]time.Time {
+	t.Helper()
+	dir := t.TempDir()
+	secrets := filepath.Join(dir, "secrets")
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "scripts", "gen-certs.sh"), "--secrets", secrets, filepath.Join(dir, "certs"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gen-certs.sh: %v\n%s", err, out)
+	}
+	for _, ns := range []string{"skylb-dns", "skylb-coredns", "skylb"} {
+		if out, err := c.Kubectl(ctx, "create", "namespace", ns); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if out, err := c.Kubectl(ctx, "apply", "-f", filepath.Join(secrets, ns+".yaml")); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+	rel, err := filepath.Rel(dir, filepath.Join(root, "manifests", "flux"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- " + rel + "\n" +
+		"patches:\n- target:\n    kind: GitRepository\n    name: skylb\n  patch: |\n" +
+		"    - op: replace\n      path: /spec/url\n      value: " + repo + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := c.Kubectl(ctx, "apply", "-k", dir); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	ready := map[string]time.Time{}
+	for _, name := range kustomizations {
+		if out, err := c.Kubectl(ctx, "-n", "flux-system", "wait", "kustomization/"+name,
+			"--for=condition=Ready", "--timeout=5m"); err != nil {
+			out2, _ := c.Kubectl(ctx, "-n", "flux-system", "get", "gitrepositories,kustomizations", "-o", "wide")
+			t.Fatalf("%v\n%s\n%s", err, out, out2)
+		}
+		out, err := c.Kubectl(ctx, "-n", "flux-system", "get", "kustomization/"+name,
+			"-o", `jsonpath={.status.conditions[?(@.type=="Ready")].lastTransitionTime}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at, err := time.Parse(time.RFC3339, strings.TrimSpace(out))
+		if err != nil {
+			t.Fatalf("kustomization %s: Ready at %q: %v", name, out, err)
+		}
+		ready[name] = at
+	}
+	return ready
+}
+
+const (
+	// webName is the name skylb publishes for the Service web of the
+	// namespace default, in the zone of manifests/flux.
+	webName = "web.default.example.org"
+	// nodePort is CoreDNS's NodePort (coredns/deploy/service.yaml).
+	nodePort = 30053
+)
+
+// exposeWeb creates the README's LoadBalancer Service web over three pause
+// pods and returns the sorted addresses of the nodes that run them, which
+// skylb publishes.
+func exposeWeb(ctx context.Context, t *testing.T, c *cluster.Cluster) []string {
+	t.Helper()
+	for _, args := range [][]string{
+		{"create", "deployment", "web", "--image=" + images.PauseRef, "--replicas=3"},
+		{"expose", "deployment", "web", "--type=LoadBalancer", "--port=80"},
+		{"rollout", "status", "deployment/web", "--timeout=2m"},
+	} {
+		if out, err := c.Kubectl(ctx, args...); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+	out, err := c.Kubectl(ctx, "get", "pods", "-l", "app=web", "-o", `jsonpath={range .items[*]}{.status.hostIP}{"\n"}{end}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := strings.Fields(out)
+	slices.Sort(nodes)
+	return slices.Compact(nodes)
+}
+
+// waitAnswer waits until server answers name with exactly want (sorted A
+// records).
+func waitAnswer(ctx context.Context, t *testing.T, server, name string, want []string) {
+	t.Helper()
+	start := time.Now()
+	var last string
+	for time.Since(start) < 2*time.Minute && ctx.Err() == nil {
+		got, err := queryA(server, name)
+		if err == nil && slices.Equal(got, want) {
+			return
+		}
+		last = fmt.Sprintf("%v %v", got, err)
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: %s answers %s, want %v", name, server, last, want)
+}
+
+// queryA asks server over UDP for the A records of name and returns their
+// sorted addresses.
+func queryA(server, name string) ([]string, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), dns.TypeA)
+	r, _, err := (&dns.Client{Net: "udp", Timeout: time.Second}).Exchange(m, server)
+	if err != nil {
+		return nil, err
+	}
+	if r.Rcode != dns.RcodeSuccess {
+		return nil, fmt.Errorf("rcode %s", dns.RcodeToString[r.Rcode])
+	}
+	var out []string
+	for _, rr := range r.Answer {
+		if a, ok := rr.(*dns.A); ok {
+			out = append(out, a.A.String())
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
