@@ -46,15 +46,6 @@ const (
 	nodePort = 30053
 )
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := stack.FindRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
-
 // env is what a test of the deployment shares: the cluster, a client, and
 // the copy of the repository the README's commands run in.
 type env struct {
@@ -71,7 +62,7 @@ func TestDeploy(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: a cluster of kubelets needs root (network and mount namespaces, cgroups)")
 	}
-	root := repoRoot(t)
+	root := stack.Root(t)
 	bin := filepath.Join(root, "bin")
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
@@ -279,28 +270,6 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// query asks server (host:port) over UDP and returns the rcode and the sorted
-// addresses (A) or targets (NS) of the answer.
-func query(server, name string, qtype uint16) (int, []string, error) {
-	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(name), qtype)
-	r, _, err := (&dns.Client{Net: "udp", Timeout: time.Second}).Exchange(m, server)
-	if err != nil {
-		return 0, nil, err
-	}
-	var out []string
-	for _, rr := range r.Answer {
-		switch v := rr.(type) {
-		case *dns.A:
-			out = append(out, v.A.String())
-		case *dns.NS:
-			out = append(out, strings.TrimSuffix(v.Ns, "."))
-		}
-	}
-	slices.Sort(out)
-	return r.Rcode, out, nil
-}
-
 // server is CoreDNS through the NodePort of the first node.
 func (e *env) server() string {
 	return net.JoinHostPort(e.c.Nodes[0].IP.String(), fmt.Sprint(nodePort))
@@ -313,7 +282,7 @@ func (e *env) waitAnswer(ctx context.Context, limit time.Duration, name string, 
 	start := time.Now()
 	var last string
 	for time.Since(start) < limit && ctx.Err() == nil {
-		rcode, got, err := query(e.server(), name, dns.TypeA)
+		rcode, got, err := stack.Query(e.server(), name, dns.TypeA)
 		switch {
 		case err != nil:
 			last = err.Error()
@@ -639,7 +608,7 @@ func (e *env) etcdLeaderDeleted(t *testing.T) {
 				return
 			default:
 			}
-			_, got, err := query(e.server(), webName, dns.TypeA)
+			_, got, err := stack.Query(e.server(), webName, dns.TypeA)
 			asked.Add(1)
 			if err != nil || !slices.Equal(got, want) {
 				failed.Add(1)
@@ -718,14 +687,14 @@ func (e *env) hostNetwork(t *testing.T) {
 	server := net.JoinHostPort(e.nodeIP(dnsNodes[0]), "53")
 	var last string
 	e.waitFor(ctx, 2*time.Minute, "NS at the apex on port 53", func() bool {
-		_, ns, err := query(server, zone, dns.TypeNS)
+		_, ns, err := stack.Query(server, zone, dns.TypeNS)
 		if err != nil || len(ns) != len(want) {
 			last = fmt.Sprint(ns, err)
 			return false
 		}
 		var addrs []string
 		for _, n := range ns {
-			_, a, err := query(server, n, dns.TypeA)
+			_, a, err := stack.Query(server, n, dns.TypeA)
 			if err != nil {
 				return false
 			}
@@ -736,13 +705,13 @@ func (e *env) hostNetwork(t *testing.T) {
 		return slices.Equal(addrs, want)
 	})
 	t.Logf("measure: CoreDNS on port 53 of %v: NS at the apex with their addresses after %v (%s)", dnsNodes, time.Since(start).Round(time.Second), last)
-	if _, got, err := query(server, webName, dns.TypeA); err != nil || !slices.Equal(got, e.webNodes(ctx, "app=web")) {
+	if _, got, err := stack.Query(server, webName, dns.TypeA); err != nil || !slices.Equal(got, e.webNodes(ctx, "app=web")) {
 		t.Errorf("port 53 of %s: %s answers %v (%v)", dnsNodes[0], webName, got, err)
 	}
 	// The README's next command: the Deployment and the NodePort go, port 53
 	// and the nameservers stay.
 	e.kubectl(ctx, "-n", "skylb-coredns", "delete", "deployment/coredns", "service/coredns")
-	if _, ns, err := query(server, zone, dns.TypeNS); err != nil || len(ns) != len(want) {
+	if _, ns, err := stack.Query(server, zone, dns.TypeNS); err != nil || len(ns) != len(want) {
 		t.Errorf("port 53 of %s after the Deployment went: NS %v (%v), want %d", dnsNodes[0], ns, err, len(want))
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/skylb/skylb/test/stack"
 )
 
 // step is one numbered step of the README's "Deploy to a cluster", with the
@@ -84,7 +86,7 @@ func readmeSteps(root string) ([]step, error) {
 // TestReadmeSteps pins what the cluster test takes from the README: the
 // steps that deploy, each with commands, and the commands users rely on.
 func TestReadmeSteps(t *testing.T) {
-	root := repoRoot(t)
+	root := stack.Root(t)
 	steps, err := readmeSteps(root)
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ func TestFlux(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: a cluster of kubelets needs root (network and mount namespaces, cgroups)")
 	}
-	root := repoRoot(t)
+	root := stack.Root(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	// An interrupt ends the test through its context, so that the clean-up
@@ -110,15 +110,6 @@ func TestFlux(t *testing.T) {
 		waitAnswer(ctx, t, net.JoinHostPort(c.Nodes[0].IP.String(), fmt.Sprint(nodePort)), webName, want)
 		t.Logf("measure: LoadBalancer Service created -> %s answers %v through the NodePort in %v", webName, want, time.Since(t0).Round(time.Second))
 	})
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := stack.FindRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
 }
 
 // upCluster builds the images (the Flux controllers' too), removes what a
@@ -301,34 +292,12 @@ func waitAnswer(ctx context.Context, t *testing.T, server, name string, want []s
 	start := time.Now()
 	var last string
 	for time.Since(start) < 2*time.Minute && ctx.Err() == nil {
-		got, err := queryA(server, name)
-		if err == nil && slices.Equal(got, want) {
+		rcode, got, err := stack.Query(server, name, dns.TypeA)
+		if err == nil && rcode == dns.RcodeSuccess && slices.Equal(got, want) {
 			return
 		}
-		last = fmt.Sprintf("%v %v", got, err)
+		last = fmt.Sprintf("%s %v %v", dns.RcodeToString[rcode], got, err)
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("%s: %s answers %s, want %v", name, server, last, want)
-}
-
-// queryA asks server over UDP for the A records of name and returns their
-// sorted addresses.
-func queryA(server, name string) ([]string, error) {
-	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(name), dns.TypeA)
-	r, _, err := (&dns.Client{Net: "udp", Timeout: time.Second}).Exchange(m, server)
-	if err != nil {
-		return nil, err
-	}
-	if r.Rcode != dns.RcodeSuccess {
-		return nil, fmt.Errorf("rcode %s", dns.RcodeToString[r.Rcode])
-	}
-	var out []string
-	for _, rr := range r.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			out = append(out, a.A.String())
-		}
-	}
-	slices.Sort(out)
-	return out, nil
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skylb/skylb/test/stack"
 )
 
 // gitHTTPBackend is Git's CGI program for the smart HTTP protocol.
@@ -62,7 +64,7 @@ func TestServeGit(t *testing.T) {
 	if _, err := exec.LookPath(gitHTTPBackend); err != nil {
 		t.Skipf("skipped: no %s", gitHTTPBackend)
 	}
-	root := repoRoot(t)
+	root := stack.Root(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	repo := serveGit(ctx, t, root, "127.0.0.1")

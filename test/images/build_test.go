@@ -16,6 +16,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/skylb/skylb/test/stack"
 )
 
 // TestBuild builds every image (into the repository's cache) and reads the
@@ -25,7 +27,7 @@ import (
 func TestBuild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	root := repoRoot(t)
+	root := stack.Root(t)
 	o := Options{Root: root, EtcdBin: os.Getenv("SKYLB_ETCD_BIN"), Log: testLog{t}}
 	imgs, err := Build(ctx, o)
 	if err != nil {
@@ -113,7 +115,7 @@ func checkImages(t *testing.T, imgs []Image, wants map[string]want) {
 func TestBuildFlux(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	o := Options{Root: repoRoot(t), EtcdBin: os.Getenv("SKYLB_ETCD_BIN"), Log: testLog{t}, Flux: true}
+	o := Options{Root: stack.Root(t), EtcdBin: os.Getenv("SKYLB_ETCD_BIN"), Log: testLog{t}, Flux: true}
 	imgs, err := Build(ctx, o)
 	if err != nil {
 		t.Fatal(err)

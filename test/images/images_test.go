@@ -7,21 +7,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
+	"github.com/skylb/skylb/test/stack"
+)
 
 // TestDockerfileBuild pins the shape of the Dockerfile's go build: if it
 // changes, the image built here must be checked against it again.
 func TestDockerfileBuild(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "Dockerfile"))
+	b, err := os.ReadFile(filepath.Join(stack.Root(t), "Dockerfile"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +32,7 @@ func TestDockerfileBuild(t *testing.T) {
 }
 
 func TestReadRefs(t *testing.T) {
-	got, err := ReadRefs(repoRoot(t))
+	got, err := ReadRefs(stack.Root(t))
 	if err != nil {
 		t.Fatal(err)
 	}
