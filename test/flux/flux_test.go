@@ -41,7 +41,7 @@ func TestFlux(t *testing.T) {
 		t.Skip("skipped: a cluster of kubelets needs root (network and mount namespaces, cgroups)")
 	}
 	root := stack.Root(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	// An interrupt ends the test through its context, so that the clean-up
 	// removes the cluster.
@@ -80,36 +80,252 @@ func TestFlux(t *testing.T) {
 		return
 	}
 
-	t.Run("deploy skylb from Git", func(t *testing.T) {
-		u, err := url.Parse(c.APIServer)
-		if err != nil {
-			t.Fatal(err)
+	u, err := url.Parse(c.APIServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveGit(t, u.Hostname())
+	f := &fleet{c: c, skylb: srv.repo(ctx, t, "skylb", root), config: srv.repo(ctx, t, "fleet", "")}
+	f.skylb.push(ctx, t)
+	var want []string // the addresses of web's nodes
+	if !t.Run("deploy skylb from Git", func(t *testing.T) { want = f.deploy(ctx, t, root) }) {
+		return
+	}
+	if !t.Run("a commit changes the zone", func(t *testing.T) { f.changeZone(ctx, t, want) }) {
+		return
+	}
+	if !t.Run("a broken commit leaves skylb running", func(t *testing.T) { f.breakManifest(ctx, t, want) }) {
+		return
+	}
+	t.Run("pruning keeps etcd's data", func(t *testing.T) { f.prune(ctx, t, want) })
+}
+
+// fleet is the setup of `flux bootstrap`: the repository Flux syncs the
+// cluster from (the GitRepository and Kustomization flux-system, path
+// ./clusters/lab), into which the user copied manifests/flux with spec.url
+// pointed at their fork of skylb.
+type fleet struct {
+	c      *cluster.Cluster
+	skylb  *gitRepo // the fork of skylb, which the GitRepository skylb follows
+	config *gitRepo // the repository flux-system follows
+	zone   string   // the zone of clusters/lab/settings.yaml
+}
+
+// fleetPath is where, in the fleet repository, manifests/flux is copied.
+const fleetPath = "clusters/lab"
+
+// deploy commits manifests/flux into the fleet repository, applies the
+// objects `flux bootstrap` would, after the Secrets the README's Flux
+// section asks for, and waits until the Kustomizations are Ready in order
+// and the name of a LoadBalancer Service answers through the NodePort. It
+// returns the answer: the addresses of the nodes that run the Service's pods.
+func (f *fleet) deploy(ctx context.Context, t *testing.T, root string) []string {
+	dst := filepath.Join(f.config.work, fleetPath)
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join(root, "manifests", "flux"))); err != nil {
+		t.Fatal(err)
+	}
+	f.config.edit(t, filepath.Join(fleetPath, "gitrepository.yaml"), "url: https://github.com/skylb/skylb", "url: "+f.skylb.url)
+	f.config.commit(ctx, t, "Deploy skylb")
+	f.zone = "example.org"
+
+	applySecrets(ctx, t, f.c, root)
+	sync := "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\n" +
+		"metadata:\n  name: flux-system\n  namespace: flux-system\n" +
+		"spec:\n  interval: 10m\n  url: " + f.config.url + "\n  ref:\n    branch: main\n---\n" +
+		"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n" +
+		"metadata:\n  name: flux-system\n  namespace: flux-system\n" +
+		"spec:\n  interval: 10m\n  path: ./" + fleetPath + "\n  prune: true\n" +
+		"  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
+	file := filepath.Join(t.TempDir(), "gotk-sync.yaml")
+	if err := os.WriteFile(file, []byte(sync), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if out, err := f.c.Kubectl(ctx, "apply", "-f", file); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	ready := map[string]time.Time{}
+	for _, name := range append([]string{"flux-system"}, kustomizations...) {
+		ready[name] = waitReady(ctx, t, f.c, name)
+	}
+	for i, name := range kustomizations {
+		t.Logf("measure: sync applied -> Kustomization %s Ready in %v", name, ready[name].Sub(t0).Round(time.Second))
+		if i > 0 && ready[name].Before(ready[kustomizations[i-1]]) {
+			t.Errorf("Got %s Ready at %v, before %s (%v), which it depends on", name, ready[name], kustomizations[i-1], ready[kustomizations[i-1]])
 		}
-		repo := serveGit(ctx, t, root, u.Hostname())
-		t0 := time.Now()
-		ready := deployFromGit(ctx, t, c, root, repo)
-		for i, name := range kustomizations {
-			t.Logf("measure: manifests/flux applied -> Kustomization %s Ready in %v", name, ready[name].Sub(t0).Round(time.Second))
-			if i > 0 && ready[name].Before(ready[kustomizations[i-1]]) {
-				t.Errorf("Got %s Ready at %v, before %s (%v), which it depends on", name, ready[name], kustomizations[i-1], ready[kustomizations[i-1]])
-			}
+	}
+	if got, want := get(ctx, t, f.c, "flux-system", "gitrepository/skylb", "{.status.artifact.revision}"), "main@sha1:"+git(ctx, t, root, "rev-parse", "HEAD"); got != want {
+		t.Errorf("Got GitRepository skylb at revision %q, want %q", got, want)
+	}
+	t0 = time.Now()
+	want := exposeWeb(ctx, t, f.c)
+	waitAnswer(ctx, t, f.nodePort(), f.web(), want)
+	t.Logf("measure: LoadBalancer Service created -> %s answers %v through the NodePort in %v", f.web(), want, time.Since(t0).Round(time.Second))
+	return want
+}
+
+// changeZone commits a new zone in settings.yaml, as the README says to,
+// and measures the time from the push to the new name's answer: the
+// ConfigMap reaches CoreDNS and skylb, whose pods roll.
+func (f *fleet) changeZone(ctx context.Context, t *testing.T, want []string) {
+	const zone = "lab.example.net"
+	f.config.edit(t, filepath.Join(fleetPath, "settings.yaml"), "SKYLB_ZONE: "+f.zone, "SKYLB_ZONE: "+zone)
+	f.config.commit(ctx, t, "Serve the zone "+zone)
+	t0 := time.Now()
+	requestReconcile(ctx, t, f.c, "gitrepository/flux-system")
+	f.zone = zone
+	waitAnswer(ctx, t, f.nodePort(), f.web(), want)
+	t.Logf("measure: commit of a new zone pushed -> %s answers %v in %v", f.web(), want, time.Since(t0).Round(time.Second))
+	for _, d := range []string{"skylb-coredns/deployment/coredns", "skylb/deployment/skylb"} {
+		ns, name, _ := strings.Cut(d, "/")
+		if out, err := f.c.Kubectl(ctx, "-n", ns, "rollout", "status", name, "--timeout=3m"); err != nil {
+			t.Fatalf("%v\n%s", err, out)
 		}
-		head, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "HEAD").Output()
-		if err != nil {
-			t.Fatal(err)
+		got := get(ctx, t, f.c, ns, name, `{.spec.template.metadata.annotations.skylb\.io/settings}`)
+		if !strings.Contains(got, "zone="+zone) {
+			t.Errorf("Got %s's pod template annotated %q, want the zone %s", d, got, zone)
 		}
-		got, err := c.Kubectl(ctx, "-n", "flux-system", "get", "gitrepository/skylb", "-o", "jsonpath={.status.artifact.revision}")
-		if err != nil {
-			t.Fatal(err)
+	}
+}
+
+// breakManifest commits a manifest the API server refuses into the fork of
+// skylb: the Kustomization skylb becomes not Ready with Flux's message while
+// skylb keeps running and answering; a revert makes it Ready again.
+func (f *fleet) breakManifest(ctx context.Context, t *testing.T, want []string) {
+	pods := func() string {
+		return get(ctx, t, f.c, "skylb", "pods -l app.kubernetes.io/name=skylb", "{.items[*].metadata.uid}")
+	}
+	before := pods()
+	generation := get(ctx, t, f.c, "skylb", "deployment/skylb", "{.metadata.generation}")
+	f.skylb.edit(t, "manifests/deployment.yaml", "replicas: 2", "replicas: two")
+	broken := f.skylb.commit(ctx, t, "Break the Deployment")
+	t0 := time.Now()
+	requestReconcile(ctx, t, f.c, "gitrepository/skylb")
+	msg := waitCondition(ctx, t, f.c, "skylb", "main@sha1:"+broken, "False")
+	t.Logf("measure: broken commit pushed -> Kustomization skylb not Ready in %v: %s", time.Since(t0).Round(time.Second), msg)
+	if !strings.Contains(msg, "replicas") {
+		t.Errorf("Got Flux's message %q, want one that names the field replicas", msg)
+	}
+	if got := pods(); got != before {
+		t.Errorf("Got skylb's pods %s after the broken commit, want them untouched: %s", got, before)
+	}
+	if got := get(ctx, t, f.c, "skylb", "deployment/skylb", "{.metadata.generation}"); got != generation {
+		t.Errorf("Got skylb's Deployment at generation %s after the broken commit, want %s", got, generation)
+	}
+	waitAnswer(ctx, t, f.nodePort(), f.web(), want)
+
+	git(ctx, t, f.skylb.work, "revert", "--no-edit", "HEAD")
+	fixed := f.skylb.push(ctx, t)
+	requestReconcile(ctx, t, f.c, "gitrepository/skylb")
+	waitCondition(ctx, t, f.c, "skylb", "main@sha1:"+fixed, "True")
+}
+
+// prune removes etcd.yaml and skylb.yaml from the fleet repository: Flux
+// deletes those Kustomizations and, as they prune, everything they applied,
+// except the namespace skylb-dns, which keeps the members' volumes. With
+// etcd.yaml back, the members start on their volumes and CoreDNS answers
+// the records skylb wrote, while skylb is still gone.
+func (f *fleet) prune(ctx context.Context, t *testing.T, want []string) {
+	pvcs := func() string {
+		return get(ctx, t, f.c, "skylb-dns", "pvc", "{.items[*].metadata.uid}")
+	}
+	volumes := pvcs()
+	if n := len(strings.Fields(volumes)); n != 3 {
+		t.Fatalf("Got %d PersistentVolumeClaims in skylb-dns, want 3", n)
+	}
+	for _, file := range []string{"etcd.yaml", "skylb.yaml"} {
+		git(ctx, t, f.config.work, "rm", "-q", filepath.Join(fleetPath, file))
+	}
+	f.config.edit(t, filepath.Join(fleetPath, "kustomization.yaml"), "- etcd.yaml\n", "")
+	f.config.edit(t, filepath.Join(fleetPath, "kustomization.yaml"), "- skylb.yaml\n", "")
+	f.config.commit(ctx, t, "Remove etcd and skylb")
+	t0 := time.Now()
+	requestReconcile(ctx, t, f.c, "gitrepository/flux-system")
+	for _, args := range [][]string{
+		{"-n", "flux-system", "wait", "--for=delete", "kustomization/skylb-etcd", "kustomization/skylb", "--timeout=3m"},
+		{"wait", "--for=delete", "namespace/skylb", "--timeout=3m"},
+		{"-n", "skylb-dns", "wait", "--for=delete", "statefulset/etcd", "job/etcd-rbac-bootstrap", "--timeout=3m"},
+	} {
+		if out, err := f.c.Kubectl(ctx, args...); err != nil && !strings.Contains(out, "NotFound") {
+			t.Fatalf("%v\n%s", err, out)
 		}
-		if want := "main@sha1:" + strings.TrimSpace(string(head)); got != want {
-			t.Errorf("Got GitRepository skylb at revision %q, want %q", got, want)
+	}
+	t.Logf("measure: commit removing etcd and skylb pushed -> both pruned in %v", time.Since(t0).Round(time.Second))
+	if got := get(ctx, t, f.c, "", "namespace/skylb-dns", "{.status.phase}"); got != "Active" {
+		t.Errorf("Got namespace skylb-dns %q after pruning, want it kept (Active)", got)
+	}
+	if got := pvcs(); got != volumes {
+		t.Errorf("Got the PersistentVolumeClaims %s after pruning, want them kept: %s", got, volumes)
+	}
+
+	git(ctx, t, f.config.work, "revert", "--no-edit", "HEAD")
+	git(ctx, t, f.config.work, "rm", "-q", filepath.Join(fleetPath, "skylb.yaml"))
+	f.config.edit(t, filepath.Join(fleetPath, "kustomization.yaml"), "- skylb.yaml\n", "")
+	f.config.commit(ctx, t, "Bring etcd back")
+	t0 = time.Now()
+	requestReconcile(ctx, t, f.c, "gitrepository/flux-system")
+	waitReady(ctx, t, f.c, "skylb-etcd")
+	waitAnswer(ctx, t, f.nodePort(), f.web(), want)
+	t.Logf("measure: commit bringing etcd back pushed -> %s answers %v from the kept volumes, skylb absent, in %v", f.web(), want, time.Since(t0).Round(time.Second))
+	if got := pvcs(); got != volumes {
+		t.Errorf("Got the PersistentVolumeClaims %s, want the members back on theirs: %s", got, volumes)
+	}
+}
+
+// web is the name skylb publishes for the Service web of the namespace
+// default.
+func (f *fleet) web() string { return "web.default." + f.zone }
+
+// nodePort is CoreDNS's NodePort (coredns/deploy/service.yaml) on the first
+// node.
+func (f *fleet) nodePort() string {
+	return net.JoinHostPort(f.c.Nodes[0].IP.String(), "30053")
+}
+
+// applySecrets applies the Secrets of scripts/gen-certs.sh --secrets in
+// the namespaces they belong to, which it creates.
+func applySecrets(ctx context.Context, t *testing.T, c *cluster.Cluster, root string) {
+	t.Helper()
+	dir := t.TempDir()
+	secrets := filepath.Join(dir, "secrets")
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "scripts", "gen-certs.sh"), "--secrets", secrets, filepath.Join(dir, "certs"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gen-certs.sh: %v\n%s", err, out)
+	}
+	for _, ns := range []string{"skylb-dns", "skylb-coredns", "skylb"} {
+		if out, err := c.Kubectl(ctx, "create", "namespace", ns); err != nil {
+			t.Fatalf("%v\n%s", err, out)
 		}
-		t0 = time.Now()
-		want := exposeWeb(ctx, t, c)
-		waitAnswer(ctx, t, net.JoinHostPort(c.Nodes[0].IP.String(), fmt.Sprint(nodePort)), webName, want)
-		t.Logf("measure: LoadBalancer Service created -> %s answers %v through the NodePort in %v", webName, want, time.Since(t0).Round(time.Second))
-	})
+		if out, err := c.Kubectl(ctx, "apply", "-f", filepath.Join(secrets, ns+".yaml")); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+}
+
+// requestReconcile asks Flux to reconcile the object now, as `flux
+// reconcile` does (and a notification-controller Receiver on a push).
+func requestReconcile(ctx context.Context, t *testing.T, c *cluster.Cluster, object string) {
+	t.Helper()
+	at := time.Now().Format(time.RFC3339Nano)
+	if out, err := c.Kubectl(ctx, "-n", "flux-system", "annotate", "--overwrite", object, "reconcile.fluxcd.io/requestedAt="+at); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// get returns the trimmed output of kubectl get object (its arguments,
+// separated by spaces) -o jsonpath=template in the namespace ns, "" for
+// objects of the cluster.
+func get(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, object, template string) string {
+	t.Helper()
+	args := append([]string{"get"}, strings.Fields(object)...)
+	if ns != "" {
+		args = append([]string{"-n", ns}, args...)
+	}
+	out, err := c.Kubectl(ctx, append(args, "-o", "jsonpath="+template)...)
+	if err != nil {
+		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(out)
 }
 
 // upCluster builds the images (the Flux controllers' too), removes what a
@@ -201,66 +417,40 @@ func goCommand() string {
 // dependsOn order.
 var kustomizations = []string{"skylb-etcd", "skylb-coredns", "skylb"}
 
-// deployFromGit applies manifests/flux with the GitRepository's URL pointed
-// at repo, after the Secrets the README's Flux section asks for, and waits
-// until every Kustomization is Ready. It returns when each became Ready.
-func deployFromGit(ctx context.Context, t *testing.T, c *cluster.Cluster, root, repo string) map[string]time.Time {
+// waitReady waits until the Kustomization name is Ready and returns when it
+// became so.
+func waitReady(ctx context.Context, t *testing.T, c *cluster.Cluster, name string) time.Time {
 	t.Helper()
-	dir := t.TempDir()
-	secrets := filepath.Join(dir, "secrets")
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "scripts", "gen-certs.sh"), "--secrets", secrets, filepath.Join(dir, "certs"))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("gen-certs.sh: %v\n%s", err, out)
+	if out, err := c.Kubectl(ctx, "-n", "flux-system", "wait", "kustomization/"+name,
+		"--for=condition=Ready", "--timeout=5m"); err != nil {
+		out2, _ := c.Kubectl(ctx, "-n", "flux-system", "get", "gitrepositories,kustomizations", "-o", "wide")
+		t.Fatalf("%v\n%s\n%s", err, out, out2)
 	}
-	for _, ns := range []string{"skylb-dns", "skylb-coredns", "skylb"} {
-		if out, err := c.Kubectl(ctx, "create", "namespace", ns); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		if out, err := c.Kubectl(ctx, "apply", "-f", filepath.Join(secrets, ns+".yaml")); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-	}
-	rel, err := filepath.Rel(dir, filepath.Join(root, "manifests", "flux"))
+	out := get(ctx, t, c, "flux-system", "kustomization/"+name, `{.status.conditions[?(@.type=="Ready")].lastTransitionTime}`)
+	at, err := time.Parse(time.RFC3339, out)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("kustomization %s: Ready at %q: %v", name, out, err)
 	}
-	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- " + rel + "\n" +
-		"patches:\n- target:\n    kind: GitRepository\n    name: skylb\n  patch: |\n" +
-		"    - op: replace\n      path: /spec/url\n      value: " + repo + "\n"
-	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := c.Kubectl(ctx, "apply", "-k", dir); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	ready := map[string]time.Time{}
-	for _, name := range kustomizations {
-		if out, err := c.Kubectl(ctx, "-n", "flux-system", "wait", "kustomization/"+name,
-			"--for=condition=Ready", "--timeout=5m"); err != nil {
-			out2, _ := c.Kubectl(ctx, "-n", "flux-system", "get", "gitrepositories,kustomizations", "-o", "wide")
-			t.Fatalf("%v\n%s\n%s", err, out, out2)
-		}
-		out, err := c.Kubectl(ctx, "-n", "flux-system", "get", "kustomization/"+name,
-			"-o", `jsonpath={.status.conditions[?(@.type=="Ready")].lastTransitionTime}`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		at, err := time.Parse(time.RFC3339, strings.TrimSpace(out))
-		if err != nil {
-			t.Fatalf("kustomization %s: Ready at %q: %v", name, out, err)
-		}
-		ready[name] = at
-	}
-	return ready
+	return at
 }
 
-const (
-	// webName is the name skylb publishes for the Service web of the
-	// namespace default, in the zone of manifests/flux.
-	webName = "web.default.example.org"
-	// nodePort is CoreDNS's NodePort (coredns/deploy/service.yaml).
-	nodePort = 30053
-)
+// waitCondition waits until the Kustomization name has attempted revision
+// and its Ready condition has status; it returns the condition's message.
+func waitCondition(ctx context.Context, t *testing.T, c *cluster.Cluster, name, revision, status string) string {
+	t.Helper()
+	const template = `{.status.lastAttemptedRevision} {.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].message}`
+	var last string
+	for start := time.Now(); time.Since(start) < 3*time.Minute && ctx.Err() == nil; time.Sleep(500 * time.Millisecond) {
+		last = get(ctx, t, c, "flux-system", "kustomization/"+name, template)
+		if rev, rest, _ := strings.Cut(last, " "); rev == revision {
+			if got, msg, _ := strings.Cut(rest, " "); got == status {
+				return msg
+			}
+		}
+	}
+	t.Fatalf("Kustomization %s: %q, want revision %s with Ready %s", name, last, revision, status)
+	return ""
+}
 
 // exposeWeb creates the README's LoadBalancer Service web over three pause
 // pods and returns the sorted addresses of the nodes that run them, which

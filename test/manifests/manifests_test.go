@@ -1067,13 +1067,24 @@ func checkRBACRules(t *testing.T, rr *rendering) {
 }
 
 // fluxPatches builds each Flux Kustomization the way kustomize-controller
-// does (its patches and components added to the kustomization of its path),
-// with the example values changed, and checks they reach the ConfigMaps.
+// does (its patches and components added to the kustomization of its path,
+// then postBuild's substitution from the ConfigMap skylb-settings), with the
+// zone changed there, and checks that the new zone reaches the ConfigMaps and
+// the pod templates: the substitution comes after kustomize has named the
+// generated ConfigMaps, so only a changed pod template rolls the pods.
 func fluxPatches(t *testing.T, root string, flux *rendering) {
+	settings := as[corev1.ConfigMap](t, flux.get(t, "ConfigMap", "flux-system", "skylb-settings"))
+	vars := maps.Clone(settings.Data)
+	vars["SKYLB_ZONE"] = "flux.example.net"
+	varRef := regexp.MustCompile(`\$\{([^}]*)\}`)
 	for _, k := range flux.ofKind("Kustomization") {
 		patches, _, _ := unstructured.NestedSlice(k.Object, "spec", "patches")
 		if len(patches) == 0 {
 			continue
+		}
+		from, _, _ := unstructured.NestedSlice(k.Object, "spec", "postBuild", "substituteFrom")
+		if len(from) != 1 || from[0].(map[string]any)["name"] != "skylb-settings" {
+			t.Errorf("Flux Kustomization %s: postBuild.substituteFrom %v, want the ConfigMap skylb-settings", k.GetName(), from)
 		}
 		path, _, _ := unstructured.NestedString(k.Object, "spec", "path")
 		src := filepath.Join(root, path)
@@ -1090,13 +1101,7 @@ func fluxPatches(t *testing.T, root string, flux *rendering) {
 		if err := utilyaml.Unmarshal(b, &kus); err != nil {
 			t.Fatal(err)
 		}
-		var changed []any
-		for _, p := range patches {
-			p := maps.Clone(p.(map[string]any))
-			p["patch"] = strings.ReplaceAll(p["patch"].(string), "example.org", "flux.example.net")
-			changed = append(changed, p)
-		}
-		kus["patches"] = changed
+		kus["patches"] = patches
 		if b, err = json.Marshal(kus); err != nil {
 			t.Fatal(err)
 		}
@@ -1107,17 +1112,33 @@ func fluxPatches(t *testing.T, root string, flux *rendering) {
 		if err != nil {
 			t.Fatalf("Flux Kustomization %s: build with its patches: %v\n%s", k.GetName(), err, out)
 		}
-		found := false
-		for _, o := range decode(t, out) {
-			if o.GetKind() != "ConfigMap" {
-				continue
+		out = varRef.ReplaceAllFunc(out, func(ref []byte) []byte {
+			name := string(varRef.FindSubmatch(ref)[1])
+			v, ok := vars[name]
+			if !ok {
+				t.Errorf("Flux Kustomization %s: ${%s} is not in skylb-settings", k.GetName(), name)
 			}
-			for _, v := range as[corev1.ConfigMap](t, o).Data {
-				found = found || v == "flux.example.net"
+			return []byte(v)
+		})
+		inConfigMap, inTemplate := false, false
+		for _, o := range decode(t, out) {
+			switch o.GetKind() {
+			case "ConfigMap":
+				for _, v := range as[corev1.ConfigMap](t, o).Data {
+					inConfigMap = inConfigMap || v == "flux.example.net"
+				}
+			case "Deployment", "DaemonSet":
+				annotations, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "metadata", "annotations")
+				for _, v := range annotations {
+					inTemplate = inTemplate || strings.Contains(v, "zone=flux.example.net")
+				}
 			}
 		}
-		if !found {
-			t.Errorf("Flux Kustomization %s: its patches do not change the zone", k.GetName())
+		if !inConfigMap {
+			t.Errorf("Flux Kustomization %s: the zone of skylb-settings does not reach the ConfigMap", k.GetName())
+		}
+		if !inTemplate {
+			t.Errorf("Flux Kustomization %s: the zone of skylb-settings does not reach the pod template, so a change would not roll the pods", k.GetName())
 		}
 	}
 }
