@@ -195,7 +195,11 @@ func (f *fleet) breakManifest(ctx context.Context, t *testing.T, want []string) 
 	pods := func() string {
 		return get(ctx, t, f.c, "skylb", "pods -l app.kubernetes.io/name=skylb", "{.items[*].metadata.uid}")
 	}
-	before := pods()
+	// The pods of the last rollout, once those it replaced are gone.
+	var before string
+	for start := time.Now(); len(strings.Fields(before)) != 2 && time.Since(start) < time.Minute; time.Sleep(time.Second) {
+		before = pods()
+	}
 	generation := get(ctx, t, f.c, "skylb", "deployment/skylb", "{.metadata.generation}")
 	f.skylb.edit(t, "manifests/deployment.yaml", "replicas: 2", "replicas: two")
 	broken := f.skylb.commit(ctx, t, "Break the Deployment")
@@ -421,6 +425,12 @@ var kustomizations = []string{"skylb-etcd", "skylb-coredns", "skylb"}
 // became so.
 func waitReady(ctx context.Context, t *testing.T, c *cluster.Cluster, name string) time.Time {
 	t.Helper()
+	// kubectl wait fails on an object that does not exist yet.
+	for start := time.Now(); time.Since(start) < 2*time.Minute; time.Sleep(time.Second) {
+		if _, err := c.Kubectl(ctx, "-n", "flux-system", "get", "kustomization/"+name); err == nil {
+			break
+		}
+	}
 	if out, err := c.Kubectl(ctx, "-n", "flux-system", "wait", "kustomization/"+name,
 		"--for=condition=Ready", "--timeout=5m"); err != nil {
 		out2, _ := c.Kubectl(ctx, "-n", "flux-system", "get", "gitrepositories,kustomizations", "-o", "wide")
