@@ -16,7 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/connectivity"
 
-	"github.com/skylb/skylb/internal/claim"
+	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/skydns"
 )
 
@@ -67,7 +67,7 @@ type Config struct {
 	// OnClaim, when set, is told whenever the decision on a claimed name
 	// changes: granted, or refused with the owners holding it or a name
 	// nested with it. It is called without the Publisher's lock held.
-	OnClaim func(stored string, d claim.Decision)
+	OnClaim func(stored string, d arbitrate.Decision)
 	// RecordExpiry, when set, attaches every key to an etcd lease of this TTL
 	// that the Publisher keeps alive (see lease.go): the keys of a cluster
 	// whose skylb stops renewing it expire.
@@ -250,8 +250,8 @@ type Publisher struct {
 	// all of them (nil until another cluster's claim is seen), and those
 	// claimed by another cluster (see nested.go).
 	below, foreignBelow map[string]nameSet
-	verdicts            map[string]claim.Decision // stored name -> last decision on its claim
-	pending             []toldDecision            // decisions not yet told to OnClaim
+	verdicts            map[string]arbitrate.Decision // stored name -> last decision on its claim
+	pending             []toldDecision                // decisions not yet told to OnClaim
 	// claimValues are the values of this cluster's claim, unshared and
 	// shared (see encodeClaim).
 	claimValues [2][]byte
@@ -280,7 +280,7 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 		active:       !cfg.Inactive,
 		claims:       make(map[string][]claimEntry),
 		foreignBelow: make(map[string]nameSet),
-		verdicts:     make(map[string]claim.Decision),
+		verdicts:     make(map[string]arbitrate.Decision),
 	}
 	if cfg.ClaimPrefix != "" {
 		p.claimDir = trimSlash(cfg.ClaimPrefix) + "/"
