@@ -598,7 +598,6 @@ func (p *Publisher) flush(ctx context.Context) error {
 		failMu   sync.Mutex
 		failed   error
 		inFlight = make(chan struct{}, p.cfg.MaxTxnsInFlight)
-		asked    = make(map[string]bool)
 	)
 	stopped := func() bool {
 		failMu.Lock()
@@ -617,32 +616,7 @@ func (p *Publisher) flush(ctx context.Context) error {
 			}
 		}
 	}
-	for len(changes) > 0 {
-		// etcd limits the operations and the conditions of a transaction
-		// each; the guard's conditions take a few. The names of a batch
-		// share most ancestors, each asked about once (see nested.go).
-		n, ops, cmps := 0, 0, guardCmps
-		clear(asked)
-		for n < len(changes) {
-			c := &changes[n]
-			o, more := c.counts()
-			for _, a := range c.above {
-				if !asked[a.name] {
-					more++
-				}
-			}
-			if n > 0 && (ops+o > p.cfg.MaxTxnOps || cmps+more > p.cfg.MaxTxnOps) {
-				break
-			}
-			for _, a := range c.above {
-				asked[a.name] = true
-			}
-			ops += o
-			cmps += more
-			n++
-		}
-		batch := changes[:n:n]
-		changes = changes[n:]
+	for _, batch := range batches(changes, p.cfg.MaxTxnOps) {
 		if stopped() {
 			requeue(batch)
 			continue
