@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
-	"github.com/skylb/skylb/internal/claim"
+	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/health"
@@ -137,7 +137,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	// The controller tells the objects of a name another cluster holds; the
 	// publisher calls it only once it runs, after the controller exists.
 	var ctrl *controller.Controller
-	pubCfg.OnClaim = func(stored string, d claim.Decision) {
+	pubCfg.OnClaim = func(stored string, d arbitrate.Decision) {
 		ctrl.ClusterClaim(stored, d)
 	}
 	pub := publish.New(etcd, pubCfg)

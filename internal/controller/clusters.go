@@ -8,7 +8,7 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/skylb/skylb/internal/claim"
+	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
@@ -21,7 +21,7 @@ const ReasonHostnameGranted = "HostnameGranted"
 // sharing the etcd holds it or a name nested with it, or that it is theirs
 // again. The publisher calls it whenever its decision on the name's claim
 // changes.
-func (c *Controller) ClusterClaim(stored string, d claim.Decision) {
+func (c *Controller) ClusterClaim(stored string, d arbitrate.Decision) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	log := c.cfg.Log.WithField("name", stored)

@@ -34,9 +34,9 @@ import (
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
-	"github.com/skylb/skylb/internal/claim"
 	"github.com/skylb/skylb/internal/health"
 	"github.com/skylb/skylb/internal/publish"
+	"github.com/skylb/skylb/internal/rank"
 	"github.com/skylb/skylb/internal/source"
 )
 
@@ -106,7 +106,7 @@ type Controller struct {
 	statusQueue workqueue.TypedRateLimitingInterface[string]
 
 	mu       sync.Mutex
-	index    *claim.Index
+	index    *rank.Index
 	conflict map[string]map[string][]source.Problem // by group, then source: problems of resolution
 	reported map[string][]source.Problem            // by source: problems already told as Events
 	granted  map[string]map[string][]string         // by group, then source: names published
@@ -179,7 +179,7 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		statusQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb-status"}),
-		index:     claim.NewIndex(cfg.Source.MaxAddresses),
+		index:     rank.NewIndex(cfg.Source.MaxAddresses),
 		conflict:  make(map[string]map[string][]source.Problem),
 		reported:  make(map[string][]source.Problem),
 		granted:   make(map[string]map[string][]string),

@@ -19,7 +19,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/skylb/skylb/internal/claim"
+	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/skydns"
 )
 
@@ -117,13 +117,13 @@ func Read(ctx context.Context, c *clientv3.Client, prefix, claimPrefix string) (
 // after the table.
 func (inv *Inventory) Write(w io.Writer, self string) error {
 	type line struct{ name, typ, host, ttl, owner, claim, expiry string }
-	claims := make(map[string][]claim.ClusterClaim)
+	claims := make(map[string][]arbitrate.Claim)
 	for _, c := range inv.Claims {
-		claims[c.Name] = append(claims[c.Name], claim.ClusterClaim{Owner: c.Owner, Shared: c.Shared, Created: c.Created})
+		claims[c.Name] = append(claims[c.Name], arbitrate.Claim{Owner: c.Owner, Shared: c.Shared, Created: c.Created})
 	}
 	below := make(map[string][]string) // name -> the claimed names beneath it
 	for name := range claims {
-		for a := range claim.Ancestors(name) {
+		for a := range arbitrate.Ancestors(name) {
 			below[a] = append(below[a], name)
 		}
 	}
@@ -132,11 +132,11 @@ func (inv *Inventory) Write(w io.Writer, self string) error {
 		if inv.ClaimsDenied {
 			return "?"
 		}
-		i := slices.IndexFunc(cs, func(c claim.ClusterClaim) bool { return c.Owner == owner })
+		i := slices.IndexFunc(cs, func(c arbitrate.Claim) bool { return c.Owner == owner })
 		if i < 0 {
 			return "-"
 		}
-		d := claim.Decide(owner, cs[i].Shared, cs, nestedClaims(claims, below, name, owner))
+		d := arbitrate.Decide(owner, cs[i].Shared, cs, nestedClaims(claims, below, name, owner))
 		switch {
 		case !d.Granted:
 			var by []string
@@ -210,23 +210,23 @@ func (inv *Inventory) Write(w io.Writer, self string) error {
 
 // nestedClaims returns the claims of owners other than owner on the names
 // above and beneath name, as the owner's skylb decides on them.
-func nestedClaims(claims map[string][]claim.ClusterClaim, below map[string][]string, name, owner string) []claim.NestedClaim {
+func nestedClaims(claims map[string][]arbitrate.Claim, below map[string][]string, name, owner string) []arbitrate.NestedClaim {
 	sharedBy := func(name, owner string) bool {
-		i := slices.IndexFunc(claims[name], func(c claim.ClusterClaim) bool { return c.Owner == owner })
+		i := slices.IndexFunc(claims[name], func(c arbitrate.Claim) bool { return c.Owner == owner })
 		return i >= 0 && claims[name][i].Shared
 	}
-	var out []claim.NestedClaim
-	for a := range claim.Ancestors(name) {
+	var out []arbitrate.NestedClaim
+	for a := range arbitrate.Ancestors(name) {
 		for _, c := range claims[a] {
 			if c.Owner != owner {
-				out = append(out, claim.NestedClaim{ClusterClaim: c, Joint: c.Shared && sharedBy(a, owner)})
+				out = append(out, arbitrate.NestedClaim{Claim: c, Joint: c.Shared && sharedBy(a, owner)})
 			}
 		}
 	}
 	for _, d := range below[name] {
 		for _, c := range claims[d] {
 			if c.Owner != owner {
-				out = append(out, claim.NestedClaim{ClusterClaim: c, Joint: sharedBy(name, owner) && sharedBy(name, c.Owner)})
+				out = append(out, arbitrate.NestedClaim{Claim: c, Joint: sharedBy(name, owner) && sharedBy(name, c.Owner)})
 			}
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/skylb/skylb/internal/claim"
+	"github.com/skylb/skylb/internal/arbitrate"
 )
 
 // Clusters that share an etcd decide which of them publishes a name with
@@ -20,9 +20,9 @@ import (
 //
 // A cluster writes its claim in the transaction that first writes the name's
 // records, and deletes it in the one that removes them; the claim carries the
-// records' lease, so it expires with them. claim.Arbitrate decides from the
+// records' lease, so it expires with them. arbitrate.Name decides from the
 // claims: the earliest holds the name, later shared claims join a shared one,
-// the others wait. claim.Nested then refuses a name nested with another
+// the others wait. arbitrate.Nested then refuses a name nested with another
 // cluster's older claim (see nested.go). Every transaction that writes records
 // of a name carries conditions that fail it when the claims it was decided on
 // have changed:
@@ -156,11 +156,11 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 		return true
 	}
 	others := p.claims[c.name]
-	claims := make([]claim.ClusterClaim, 0, len(others))
+	claims := make([]arbitrate.Claim, 0, len(others))
 	for _, e := range others {
 		claims = append(claims, clusterClaim(e))
 	}
-	d := claim.Decide(p.cfg.Owner, n.shared, claims, p.nestedLocked(c.name, n))
+	d := arbitrate.Decide(p.cfg.Owner, n.shared, claims, p.nestedLocked(c.name, n))
 	p.tellLocked(c.name, &d)
 
 	value := p.encodeClaim(n.shared)
@@ -196,7 +196,7 @@ func (p *Publisher) rankOlderLocked(c *change, stored string, ownCreated int64) 
 
 // tellLocked remembers the decision on a name (nil: no longer claimed) and
 // queues it for OnClaim when it changed.
-func (p *Publisher) tellLocked(stored string, d *claim.Decision) {
+func (p *Publisher) tellLocked(stored string, d *arbitrate.Decision) {
 	old, had := p.verdicts[stored]
 	if d == nil {
 		if had {
@@ -225,7 +225,7 @@ func (p *Publisher) tellLocked(stored string, d *claim.Decision) {
 // toldDecision is a decision waiting to be told to OnClaim.
 type toldDecision struct {
 	stored string
-	claim.Decision
+	arbitrate.Decision
 }
 
 // tellPending calls OnClaim for the decisions made since the last call.

@@ -11,7 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/skylb/skylb/internal/claim"
+	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/etcdtest"
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/skydns"
@@ -35,7 +35,7 @@ func startCluster(t *testing.T, c *clientv3.Client, owner string, expiry time.Du
 	cl.pub = publish.New(c, publish.Config{
 		Prefix: "/skydns", Owner: owner, Timeout: 2 * time.Second, Log: quietLog(),
 		ClaimPrefix: "/skylb/claims", RecordExpiry: expiry,
-		OnClaim: func(stored string, d claim.Decision) {
+		OnClaim: func(stored string, d arbitrate.Decision) {
 			cl.mu.Lock()
 			defer cl.mu.Unlock()
 			cl.verdicts[stored] = "granted"

@@ -6,7 +6,12 @@
 // the next revision, so comparing the two needs no etcd read. When they differ,
 // the Publisher writes the difference in transactions: all changes to one name in
 // one transaction, many names per transaction up to etcd's operation limit, and a
-// few transactions at once.
+// few transactions at once. The difference of one name (diff) and the split of
+// the differences into transactions (batches) are pure functions; the Publisher
+// reads the view under its lock and writes to etcd.
+//
+// Clusters sharing an etcd claim the names they publish beside the records; which
+// of them publishes a name is decided by package arbitrate (see claims.go).
 //
 // A key is skylb's when its value is JSON whose "owner" is skylb's owner id. Keys of
 // other owners, hand-written keys and keys whose value is not JSON are never changed

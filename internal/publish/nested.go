@@ -5,12 +5,12 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/skylb/skylb/internal/claim"
+	"github.com/skylb/skylb/internal/arbitrate"
 )
 
 // A name is also refused while another cluster holds a name nested with it by
-// an older claim (claim.Nested): CoreDNS would add the younger one's records to
-// the answers of the older one's name, or the other way round.
+// an older claim (arbitrate.Nested): CoreDNS would add the younger one's
+// records to the answers of the older one's name, or the other way round.
 //
 // Deciding looks at the claims on the name's ancestors, one map lookup per
 // label, and at the other clusters' claims beneath it through an index of
@@ -51,7 +51,7 @@ func (p *Publisher) indexClaimLocked(stored string, hadAny, hadForeign bool) {
 
 // updateBelow adds stored to, or removes it from, the set of every ancestor.
 func updateBelow(index map[string]nameSet, stored string, add bool) {
-	for a := range claim.Ancestors(stored) {
+	for a := range arbitrate.Ancestors(stored) {
 		set := index[a]
 		if add {
 			if set == nil {
@@ -99,13 +99,13 @@ func (p *Publisher) foreignIn(list []claimEntry) bool {
 
 // nestedLocked returns the other clusters' claims on the names nested with
 // stored, which this cluster wants as n.
-func (p *Publisher) nestedLocked(stored string, n *name) []claim.NestedClaim {
-	var out []claim.NestedClaim
-	for a := range claim.Ancestors(stored) {
+func (p *Publisher) nestedLocked(stored string, n *name) []arbitrate.NestedClaim {
+	var out []arbitrate.NestedClaim
+	for a := range arbitrate.Ancestors(stored) {
 		for _, e := range p.claims[a] {
 			if e.owner != p.cfg.Owner {
 				joint := e.shared && p.sharesLocked(a)
-				out = append(out, claim.NestedClaim{ClusterClaim: clusterClaim(e), Joint: joint})
+				out = append(out, arbitrate.NestedClaim{Claim: clusterClaim(e), Joint: joint})
 			}
 		}
 	}
@@ -113,7 +113,7 @@ func (p *Publisher) nestedLocked(stored string, n *name) []claim.NestedClaim {
 		for _, e := range p.claims[d] {
 			if e.owner != p.cfg.Owner {
 				joint := n.shared && p.sharedByLocked(stored, e.owner)
-				out = append(out, claim.NestedClaim{ClusterClaim: clusterClaim(e), Joint: joint})
+				out = append(out, arbitrate.NestedClaim{Claim: clusterClaim(e), Joint: joint})
 			}
 		}
 	}
@@ -143,7 +143,7 @@ func (p *Publisher) nestedCmpsLocked(c *change, own *claimEntry, ownCreated int6
 	if own == nil {
 		c.above = make([]above, 0, strings.Count(c.name, "."))
 	}
-	for a := range claim.Ancestors(c.name) {
+	for a := range arbitrate.Ancestors(c.name) {
 		if own == nil {
 			if since, ok := p.sinceAboveLocked(a); ok {
 				c.above = append(c.above, above{name: a, since: since})
@@ -200,7 +200,7 @@ func (p *Publisher) aboveCmps(batch []change) []clientv3.Cmp {
 // markNestedLocked marks this cluster's names nested with stored, whose
 // claims by another cluster changed.
 func (p *Publisher) markNestedLocked(stored string) {
-	for a := range claim.Ancestors(stored) {
+	for a := range arbitrate.Ancestors(stored) {
 		if p.names[a] != nil {
 			p.markLocked(a)
 		}
@@ -217,6 +217,6 @@ func (p *Publisher) markBelowLocked(stored string) {
 	}
 }
 
-func clusterClaim(e claimEntry) claim.ClusterClaim {
-	return claim.ClusterClaim{Owner: e.owner, Shared: e.shared, Created: e.created}
+func clusterClaim(e claimEntry) arbitrate.Claim {
+	return arbitrate.Claim{Owner: e.owner, Shared: e.shared, Created: e.created}
 }

@@ -16,7 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/connectivity"
 
-	"github.com/skylb/skylb/internal/claim"
+	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/skydns"
 )
 
@@ -67,7 +67,7 @@ type Config struct {
 	// OnClaim, when set, is told whenever the decision on a claimed name
 	// changes: granted, or refused with the owners holding it or a name
 	// nested with it. It is called without the Publisher's lock held.
-	OnClaim func(stored string, d claim.Decision)
+	OnClaim func(stored string, d arbitrate.Decision)
 	// RecordExpiry, when set, attaches every key to an etcd lease of this TTL
 	// that the Publisher keeps alive (see lease.go): the keys of a cluster
 	// whose skylb stops renewing it expire.
@@ -144,15 +144,6 @@ func digestOf(value []byte) digest {
 	return digest(sum[:16])
 }
 
-// want is a key skylb wants written.
-type want struct {
-	key   string
-	value []byte
-	host  string
-	// added says that the host is not published at the key yet, for the log.
-	added bool
-}
-
 // Want is what is wanted at one stored name.
 type Want struct {
 	// Records are the records; none wants the name removed.
@@ -190,9 +181,12 @@ func newName(stored string) *name {
 }
 
 // find returns the entry of key, or nil.
-func (n *name) find(key string) *entry {
-	if i, ok := slices.BinarySearchFunc(n.actual, key, cmpKey); ok {
-		return &n.actual[i]
+func (n *name) find(key string) *entry { return find(n.actual, key) }
+
+// find returns the entry of key in entries sorted by key, or nil.
+func find(entries []entry, key string) *entry {
+	if i, ok := slices.BinarySearchFunc(entries, key, cmpKey); ok {
+		return &entries[i]
 	}
 	return nil
 }
@@ -250,8 +244,8 @@ type Publisher struct {
 	// all of them (nil until another cluster's claim is seen), and those
 	// claimed by another cluster (see nested.go).
 	below, foreignBelow map[string]nameSet
-	verdicts            map[string]claim.Decision // stored name -> last decision on its claim
-	pending             []toldDecision            // decisions not yet told to OnClaim
+	verdicts            map[string]arbitrate.Decision // stored name -> last decision on its claim
+	pending             []toldDecision                // decisions not yet told to OnClaim
 	// claimValues are the values of this cluster's claim, unshared and
 	// shared (see encodeClaim).
 	claimValues [2][]byte
@@ -280,7 +274,7 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 		active:       !cfg.Inactive,
 		claims:       make(map[string][]claimEntry),
 		foreignBelow: make(map[string]nameSet),
-		verdicts:     make(map[string]claim.Decision),
+		verdicts:     make(map[string]arbitrate.Decision),
 	}
 	if cfg.ClaimPrefix != "" {
 		p.claimDir = trimSlash(cfg.ClaimPrefix) + "/"
@@ -333,24 +327,6 @@ func (p *Publisher) Set(stored string, w Want) {
 		p.since[stored] = w.Observed
 	}
 	p.markLocked(stored)
-}
-
-// wants encodes the keys and values of records, sorted by key; of records
-// with the same key the last one counts.
-func (p *Publisher) wants(records []skydns.Record) []want {
-	out := make([]want, 0, len(records))
-	for _, r := range records {
-		out = append(out, want{key: skydns.Key(p.cfg.Prefix, p.cfg.Owner, r), value: skydns.Encode(p.cfg.Owner, r), host: r.Host})
-	}
-	slices.SortStableFunc(out, func(a, b want) int { return strings.Compare(a.key, b.key) })
-	kept := out[:0]
-	for i, w := range out {
-		if i+1 < len(out) && out[i+1].key == w.key {
-			continue
-		}
-		kept = append(kept, w)
-	}
-	return kept
 }
 
 // Complete declares that every wanted name has been Set. From then on the
@@ -531,9 +507,7 @@ type change struct {
 	observed time.Time // when the Kubernetes change behind it was seen, or zero
 	lease    int64     // the lease of the puts
 	above    []above   // ancestors on which no claim may have been created (see nested.go)
-	puts     []want
-	dels     []string
-	removed  []string
+	keyChange
 	claimPut []byte // the value of this cluster's claim, when written
 	claimDel bool   // this cluster's claim is deleted
 	// claimsRev, when not 0, is the revision of the claims the name was
@@ -624,7 +598,6 @@ func (p *Publisher) flush(ctx context.Context) error {
 		failMu   sync.Mutex
 		failed   error
 		inFlight = make(chan struct{}, p.cfg.MaxTxnsInFlight)
-		asked    = make(map[string]bool)
 	)
 	stopped := func() bool {
 		failMu.Lock()
@@ -643,32 +616,7 @@ func (p *Publisher) flush(ctx context.Context) error {
 			}
 		}
 	}
-	for len(changes) > 0 {
-		// etcd limits the operations and the conditions of a transaction
-		// each; the guard's conditions take a few. The names of a batch
-		// share most ancestors, each asked about once (see nested.go).
-		n, ops, cmps := 0, 0, guardCmps
-		clear(asked)
-		for n < len(changes) {
-			c := &changes[n]
-			o, more := c.counts()
-			for _, a := range c.above {
-				if !asked[a.name] {
-					more++
-				}
-			}
-			if n > 0 && (ops+o > p.cfg.MaxTxnOps || cmps+more > p.cfg.MaxTxnOps) {
-				break
-			}
-			for _, a := range c.above {
-				asked[a.name] = true
-			}
-			ops += o
-			cmps += more
-			n++
-		}
-		batch := changes[:n:n]
-		changes = changes[n:]
+	for _, batch := range batches(changes, p.cfg.MaxTxnOps) {
 		if stopped() {
 			requeue(batch)
 			continue
@@ -736,24 +684,7 @@ func (p *Publisher) diffLocked(stored string) (change, bool) {
 	if p.claimLocked(n, &c) {
 		wants = p.wants(n.records)
 	}
-	for _, w := range wants {
-		e := n.find(w.key)
-		if e != nil && !e.deleted && e.sum == digestOf(w.value) && e.lease == c.lease {
-			continue
-		}
-		w.added = e == nil || e.deleted || e.host != w.host
-		c.puts = append(c.puts, w)
-	}
-	for _, e := range n.actual {
-		if e.deleted {
-			continue
-		}
-		if _, ok := slices.BinarySearchFunc(wants, e.key, func(w want, key string) int { return strings.Compare(w.key, key) }); ok {
-			continue
-		}
-		c.dels = append(c.dels, e.key)
-		c.removed = append(c.removed, e.host)
-	}
+	c.keyChange = diff(wants, c.lease, n.actual)
 	if ops, _ := c.counts(); ops == 0 {
 		if n.records == nil && len(n.actual) == 0 && p.ownClaimLocked(stored) == nil {
 			delete(p.names, stored)

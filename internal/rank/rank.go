@@ -1,21 +1,4 @@
-// Package claim decides which object publishes which name, and what records each
-// published name gets.
-//
-// CoreDNS answers a name with every record stored beneath it, so two namespaces
-// must never publish names where one equals or lies beneath the other. Claims are
-// ranked first come, first served: older objects (creationTimestamp) first, then
-// by namespace and name, whatever the kind of name, generated names
-// (<service>.<namespace>.<zone>) included. The ranking depends on the objects
-// alone, so the order of events and a restart never change the outcome. A claim
-// is granted unless a better-ranked claim of another namespace holds a related
-// name: a later object never takes a name from an older one of another
-// namespace. Objects of one namespace may share a name; their addresses are
-// merged.
-//
-// Names are resolved in groups: all names below the same child of a zone (for
-// example everything under default.example.org), and the zone apex on its own.
-// Only names in one group can be related, so a change re-resolves one group.
-package claim
+package rank
 
 import (
 	"cmp"
@@ -153,10 +136,10 @@ type claim struct {
 	objName string
 }
 
-// rank orders claims first come, first served: the older object, then
-// namespace and name, so that ties of creationTimestamp (whole seconds) are
-// decided the same way every time.
-func rank(a, b claim) int {
+// compareClaims orders claims first come, first served: the older object,
+// then namespace and name, so that ties of creationTimestamp (whole seconds)
+// are decided the same way every time.
+func compareClaims(a, b claim) int {
 	return cmp.Or(
 		a.pub.Created.Compare(b.pub.Created),
 		cmp.Compare(a.pub.Namespace, b.pub.Namespace),
@@ -186,7 +169,7 @@ func (x *Index) Resolve(group string) Result {
 			}
 		}
 	}
-	slices.SortFunc(claims, rank)
+	slices.SortFunc(claims, compareClaims)
 
 	holder := make(map[string]string)    // name -> namespace holding it
 	beneath := make(map[string][]string) // name -> namespaces holding names beneath it

@@ -1,14 +1,14 @@
-package claim
+package arbitrate
 
 import (
 	"cmp"
 	"slices"
 )
 
-// ClusterClaim is one cluster's claim on a stored name, as kept in etcd beside
-// the records: clusters sharing an etcd decide with these which of them
-// publishes a name.
-type ClusterClaim struct {
+// Claim is one cluster's claim on a stored name, as kept in etcd beside the
+// records: clusters sharing an etcd decide with these which of them publishes
+// a name.
+type Claim struct {
 	Owner  string // the cluster's owner id
 	Shared bool   // the cluster's objects mark the name skylb.io/shared
 	// Created is the etcd revision the claim was created at; 0 for a claim not
@@ -16,14 +16,14 @@ type ClusterClaim struct {
 	Created int64
 }
 
-// Arbitrate decides whether owner may publish a name, given the claims of every
+// Name decides whether owner may publish a name, given the claims of every
 // cluster on it (owner's own among them or not) and whether owner's objects
 // share it. The earliest claim holds the name. A later claim joins it when both
 // are shared; otherwise it waits, so that it takes the name over when the
-// earlier claims go. Arbitrate returns whether owner is granted the name and,
+// earlier claims go. Name returns whether owner is granted the name and,
 // when it is not, the owners that are.
-func Arbitrate(owner string, shared bool, claims []ClusterClaim) (bool, []string) {
-	ranked := make([]ClusterClaim, 0, len(claims)+1)
+func Name(owner string, shared bool, claims []Claim) (bool, []string) {
+	ranked := make([]Claim, 0, len(claims)+1)
 	for _, c := range claims {
 		if c.Owner != owner {
 			ranked = append(ranked, c)
@@ -32,7 +32,7 @@ func Arbitrate(owner string, shared bool, claims []ClusterClaim) (bool, []string
 	if len(ranked) == 0 {
 		return true, nil
 	}
-	self := ClusterClaim{Owner: owner, Shared: shared}
+	self := Claim{Owner: owner, Shared: shared}
 	for _, c := range claims {
 		if c.Owner == owner {
 			self.Created = c.Created
@@ -57,7 +57,7 @@ func Arbitrate(owner string, shared bool, claims []ClusterClaim) (bool, []string
 
 // compareClaims ranks written claims by age and unwritten ones last; owner ids
 // break ties, which only unwritten claims can have.
-func compareClaims(a, b ClusterClaim) int {
+func compareClaims(a, b Claim) int {
 	ra, rb := a.Created, b.Created
 	if ra == 0 {
 		ra = 1<<63 - 1

@@ -1,4 +1,4 @@
-package claim
+package arbitrate
 
 import (
 	"slices"
@@ -18,43 +18,43 @@ func TestNested(t *testing.T) {
 		{
 			name:    "an older nested claim keeps the name",
 			created: 5,
-			nested:  []NestedClaim{{ClusterClaim: ClusterClaim{Owner: "b", Created: 3}}},
+			nested:  []NestedClaim{{Claim: Claim{Owner: "b", Created: 3}}},
 			want:    []string{"b"},
 		},
 		{
 			name:    "a younger nested claim does not",
 			created: 5,
-			nested:  []NestedClaim{{ClusterClaim: ClusterClaim{Owner: "b", Created: 7}}},
+			nested:  []NestedClaim{{Claim: Claim{Owner: "b", Created: 7}}},
 		},
 		{
 			name:   "a name without a written claim is younger than every written one",
-			nested: []NestedClaim{{ClusterClaim: ClusterClaim{Owner: "b", Created: 7}}},
+			nested: []NestedClaim{{Claim: Claim{Owner: "b", Created: 7}}},
 			want:   []string{"b"},
 		},
 		{
 			name:    "nesting is not shared",
 			created: 5,
-			nested:  []NestedClaim{{ClusterClaim: ClusterClaim{Owner: "b", Created: 3, Shared: true}}},
+			nested:  []NestedClaim{{Claim: Claim{Owner: "b", Created: 3, Shared: true}}},
 			want:    []string{"b"},
 		},
 		{
 			name:    "beneath a name both clusters share",
 			created: 5,
-			nested:  []NestedClaim{{ClusterClaim: ClusterClaim{Owner: "b", Created: 3, Shared: true}, Joint: true}},
+			nested:  []NestedClaim{{Claim: Claim{Owner: "b", Created: 3, Shared: true}, Joint: true}},
 		},
 		{
 			name:    "own claims never conflict",
 			created: 5,
-			nested:  []NestedClaim{{ClusterClaim: ClusterClaim{Owner: "a", Created: 3}}},
+			nested:  []NestedClaim{{Claim: Claim{Owner: "a", Created: 3}}},
 		},
 		{
 			name:    "each holder once, sorted",
 			created: 9,
 			nested: []NestedClaim{
-				{ClusterClaim: ClusterClaim{Owner: "c", Created: 4}},
-				{ClusterClaim: ClusterClaim{Owner: "b", Created: 3}},
-				{ClusterClaim: ClusterClaim{Owner: "c", Created: 2}},
-				{ClusterClaim: ClusterClaim{Owner: "d", Created: 10}},
+				{Claim: Claim{Owner: "c", Created: 4}},
+				{Claim: Claim{Owner: "b", Created: 3}},
+				{Claim: Claim{Owner: "c", Created: 2}},
+				{Claim: Claim{Owner: "d", Created: 10}},
 			},
 			want: []string{"b", "c"},
 		},
@@ -69,11 +69,11 @@ func TestNested(t *testing.T) {
 }
 
 func TestDecide(t *testing.T) {
-	older := NestedClaim{ClusterClaim: ClusterClaim{Owner: "c", Created: 2}}
+	older := NestedClaim{Claim: Claim{Owner: "c", Created: 2}}
 	tests := []struct {
 		name   string
 		shared bool
-		claims []ClusterClaim
+		claims []Claim
 		nested []NestedClaim
 		want   Decision
 	}{
@@ -81,26 +81,26 @@ func TestDecide(t *testing.T) {
 		{name: "a new name beneath another cluster's", nested: []NestedClaim{older}, want: Decision{Nested: []string{"c"}}},
 		{
 			name:   "an older own claim holds against a younger nested one",
-			claims: []ClusterClaim{{Owner: "a", Created: 5}},
-			nested: []NestedClaim{{ClusterClaim: ClusterClaim{Owner: "c", Created: 6}}},
+			claims: []Claim{{Owner: "a", Created: 5}},
+			nested: []NestedClaim{{Claim: Claim{Owner: "c", Created: 6}}},
 			want:   Decision{Granted: true},
 		},
 		{
 			name:   "held, and nested by another",
-			claims: []ClusterClaim{{Owner: "b", Created: 1}, {Owner: "a", Created: 5}},
-			nested: []NestedClaim{older, {ClusterClaim: ClusterClaim{Owner: "b", Created: 3}}},
+			claims: []Claim{{Owner: "b", Created: 1}, {Owner: "a", Created: 5}},
+			nested: []NestedClaim{older, {Claim: Claim{Owner: "b", Created: 3}}},
 			want:   Decision{Holders: []string{"b"}, Nested: []string{"c"}},
 		},
 		{
 			name:   "held, and nested by the same",
-			claims: []ClusterClaim{{Owner: "b", Created: 1}, {Owner: "a", Created: 5}},
-			nested: []NestedClaim{{ClusterClaim: ClusterClaim{Owner: "b", Created: 3}}},
+			claims: []Claim{{Owner: "b", Created: 1}, {Owner: "a", Created: 5}},
+			nested: []NestedClaim{{Claim: Claim{Owner: "b", Created: 3}}},
 			want:   Decision{Holders: []string{"b"}},
 		},
 		{
 			name:   "a shared name joined, and nested beneath an older one",
 			shared: true,
-			claims: []ClusterClaim{{Owner: "b", Created: 1, Shared: true}, {Owner: "a", Created: 5}},
+			claims: []Claim{{Owner: "b", Created: 1, Shared: true}, {Owner: "a", Created: 5}},
 			nested: []NestedClaim{older},
 			want:   Decision{Nested: []string{"c"}},
 		},

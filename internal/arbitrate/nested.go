@@ -1,4 +1,4 @@
-package claim
+package arbitrate
 
 import (
 	"iter"
@@ -6,21 +6,10 @@ import (
 	"strings"
 )
 
-// CoreDNS answers a name with every record stored beneath it, so a cluster
-// publishing a.x.example.org adds its addresses to the answers for
-// x.example.org. Between clusters sharing an etcd, a name is therefore refused
-// while another cluster holds a name nested with it (a strict ancestor or a
-// strict descendant) by an older claim: the same rule by age as for one name,
-// with no sharing, since skylb.io/shared merges identical names only. The one
-// exception is a name beneath a name both clusters share: its records join
-// answers that hold both clusters' addresses already, as the SRV records of a
-// shared Service do. Same-cluster nesting is the in-cluster rules' concern
-// (see Index), never this one's.
-
 // NestedClaim is another cluster's claim on a name nested with the name
 // decided: one of its strict ancestors or strict descendants.
 type NestedClaim struct {
-	ClusterClaim
+	Claim
 	// Joint is set when the upper name of the two is shared by both
 	// clusters: the other cluster's claim on it is shared, and so are the
 	// deciding cluster's objects publishing it.
@@ -34,10 +23,10 @@ type NestedClaim struct {
 // claim; a claim not written yet is younger than every written one, so a new
 // name never lands beneath or above another cluster's.
 func Nested(owner string, created int64, nested []NestedClaim) []string {
-	self := ClusterClaim{Owner: owner, Created: created}
+	self := Claim{Owner: owner, Created: created}
 	var holders []string
 	for _, c := range nested {
-		if c.Owner == owner || c.Joint || compareClaims(c.ClusterClaim, self) >= 0 {
+		if c.Owner == owner || c.Joint || compareClaims(c.Claim, self) >= 0 {
 			continue
 		}
 		if !slices.Contains(holders, c.Owner) {
@@ -56,10 +45,10 @@ type Decision struct {
 	Holders, Nested []string
 }
 
-// Decide decides whether owner may publish a name: Arbitrate on the claims on
+// Decide decides whether owner may publish a name: Name on the claims on
 // the name itself, then Nested on the claims on names nested with it.
-func Decide(owner string, shared bool, claims []ClusterClaim, nested []NestedClaim) Decision {
-	granted, holders := Arbitrate(owner, shared, claims)
+func Decide(owner string, shared bool, claims []Claim, nested []NestedClaim) Decision {
+	granted, holders := Name(owner, shared, claims)
 	var created int64
 	for _, c := range claims {
 		if c.Owner == owner {

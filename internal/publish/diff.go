@@ -1,0 +1,72 @@
+package publish
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/skylb/skylb/internal/skydns"
+)
+
+// want is a key skylb wants written.
+type want struct {
+	key   string
+	value []byte
+	host  string
+	// added says that the host is not published at the key yet, for the log.
+	added bool
+}
+
+// wants encodes the keys and values of records, sorted by key; of records
+// with the same key the last one counts.
+func (p *Publisher) wants(records []skydns.Record) []want {
+	out := make([]want, 0, len(records))
+	for _, r := range records {
+		out = append(out, want{key: skydns.Key(p.cfg.Prefix, p.cfg.Owner, r), value: skydns.Encode(p.cfg.Owner, r), host: r.Host})
+	}
+	slices.SortStableFunc(out, func(a, b want) int { return strings.Compare(a.key, b.key) })
+	kept := out[:0]
+	for i, w := range out {
+		if i+1 < len(out) && out[i+1].key == w.key {
+			continue
+		}
+		kept = append(kept, w)
+	}
+	return kept
+}
+
+// keyChange is what brings skylb's keys beneath one name to what is wanted:
+// the keys to write and the keys to delete.
+type keyChange struct {
+	puts []want
+	dels []string
+	// removed are the hosts of dels, for the log.
+	removed []string
+}
+
+// diff returns the keyChange that brings actual, skylb's keys beneath one
+// name sorted by key, to wanted, sorted by key too, every key attached to
+// lease. A key is written when it is missing, deleted, holds another value or
+// is attached to another lease; a key of skylb's that is not wanted is
+// deleted. A tombstone is never deleted again.
+func diff(wanted []want, lease int64, actual []entry) keyChange {
+	var c keyChange
+	for _, w := range wanted {
+		e := find(actual, w.key)
+		if e != nil && !e.deleted && e.sum == digestOf(w.value) && e.lease == lease {
+			continue
+		}
+		w.added = e == nil || e.deleted || e.host != w.host
+		c.puts = append(c.puts, w)
+	}
+	for _, e := range actual {
+		if e.deleted {
+			continue
+		}
+		if _, ok := slices.BinarySearchFunc(wanted, e.key, func(w want, key string) int { return strings.Compare(w.key, key) }); ok {
+			continue
+		}
+		c.dels = append(c.dels, e.key)
+		c.removed = append(c.removed, e.host)
+	}
+	return c
+}

@@ -1,0 +1,107 @@
+package publish
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// wantOf returns the want of a key holding host, with the value "<host>".
+func wantOf(key, host string) want {
+	return want{key: key, value: []byte(`"` + host + `"`), host: host}
+}
+
+// entryOf returns the view's entry of a key holding w's value under lease.
+func entryOf(w want, lease int64) entry {
+	return entry{key: w.key, sum: digestOf(w.value), host: w.host, modRev: 7, lease: lease}
+}
+
+func TestDiff(t *testing.T) {
+	a := wantOf("/skydns/org/example/web/x-a", "192.0.2.1")
+	b := wantOf("/skydns/org/example/web/x-b", "192.0.2.2")
+	c := wantOf("/skydns/org/example/web/x-c", "192.0.2.3")
+	added := func(w want) want { w.added = true; return w }
+	tombstone := func(w want) entry { return entry{key: w.key, modRev: 8, deleted: true} }
+	tests := []struct {
+		name   string
+		wanted []want
+		lease  int64
+		actual []entry
+		want   keyChange
+	}{
+		{name: "nothing wanted, nothing there"},
+		{
+			name:   "new keys are written and added",
+			wanted: []want{a, b},
+			want:   keyChange{puts: []want{added(a), added(b)}},
+		},
+		{
+			name:   "keys as wanted are left alone",
+			wanted: []want{a, b},
+			lease:  3,
+			actual: []entry{entryOf(a, 3), entryOf(b, 3)},
+		},
+		{
+			name:   "a missing key is written beside those in place",
+			wanted: []want{a, b, c},
+			actual: []entry{entryOf(a, 0), entryOf(c, 0)},
+			want:   keyChange{puts: []want{added(b)}},
+		},
+		{
+			name:   "keys nobody wants are deleted, with their hosts",
+			wanted: []want{b},
+			actual: []entry{entryOf(a, 0), entryOf(b, 0), entryOf(c, 0)},
+			want:   keyChange{dels: []string{a.key, c.key}, removed: []string{a.host, c.host}},
+		},
+		{
+			name:   "nothing wanted deletes every key",
+			actual: []entry{entryOf(a, 0), entryOf(b, 0)},
+			want:   keyChange{dels: []string{a.key, b.key}, removed: []string{a.host, b.host}},
+		},
+		{
+			name:   "a key on another lease is written again, its host not added",
+			wanted: []want{a},
+			lease:  4,
+			actual: []entry{entryOf(a, 3)},
+			want:   keyChange{puts: []want{a}},
+		},
+		{
+			name:   "another value of the same host is written, its host not added",
+			wanted: []want{{key: a.key, value: []byte(`"192.0.2.1" ttl 60`), host: a.host}},
+			actual: []entry{entryOf(a, 0)},
+			want:   keyChange{puts: []want{{key: a.key, value: []byte(`"192.0.2.1" ttl 60`), host: a.host}}},
+		},
+		{
+			name:   "another host at the key is written and added",
+			wanted: []want{{key: a.key, value: b.value, host: b.host}},
+			actual: []entry{entryOf(a, 0)},
+			want:   keyChange{puts: []want{{key: a.key, value: b.value, host: b.host, added: true}}},
+		},
+		{
+			name:   "a key skylb deleted and wants again is written and added",
+			wanted: []want{a},
+			actual: []entry{tombstone(a)},
+			want:   keyChange{puts: []want{added(a)}},
+		},
+		{
+			name:   "a tombstone nobody wants is not deleted again",
+			actual: []entry{tombstone(a), entryOf(b, 0)},
+			want:   keyChange{dels: []string{b.key}, removed: []string{b.host}},
+		},
+		{
+			name:   "writes and deletions together",
+			wanted: []want{a, c},
+			lease:  5,
+			actual: []entry{entryOf(a, 5), entryOf(b, 5), tombstone(c)},
+			want:   keyChange{puts: []want{added(c)}, dels: []string{b.key}, removed: []string{b.host}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := diff(tt.wanted, tt.lease, tt.actual)
+			if d := cmp.Diff(tt.want, got, cmp.AllowUnexported(keyChange{}, want{})); d != "" {
+				t.Errorf("diff() (-want +got):\n%s", d)
+			}
+		})
+	}
+}
