@@ -32,14 +32,26 @@ func TestPrintVersion(t *testing.T) {
 	}
 }
 
-// TestBinary builds skylb as the build scripts do and runs it as a user
-// would: the version stamped, settings from the environment.
+// TestBinary builds skylb as the build scripts do, its version stamped by
+// scripts/version.sh from the checkout, and runs it as a user would.
 func TestBinary(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.CommandContext(ctx, "git", args...).Output()
+		if err != nil {
+			t.Fatalf("git %q: %v", args, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	ldflags, err := exec.CommandContext(ctx, "scripts/version.sh").Output()
+	if err != nil {
+		t.Fatalf("scripts/version.sh: %v", err)
+	}
+	wantVersion, wantCommit := git("describe", "--tags", "--always", "--dirty"), git("rev-parse", "HEAD")
 	bin := filepath.Join(t.TempDir(), "skylb")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin,
-		"-ldflags=-X main.version=v1.2.3-test -X main.commit=0123456789abcdef", ".")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "-ldflags="+strings.TrimSpace(string(ldflags)), ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -63,10 +75,10 @@ func TestBinary(t *testing.T) {
 		return cmd.ProcessState.ExitCode(), out.String(), errs.String()
 	}
 
-	t.Run("version stamped with -ldflags", func(t *testing.T) {
+	t.Run("version stamped by scripts/version.sh", func(t *testing.T) {
 		for _, args := range [][]string{{"version"}, {"--version"}} {
 			code, out, _ := skylb(nil, args...)
-			want := "skylb v1.2.3-test\ncommit: 0123456789abcdef\ngo: " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + "\n"
+			want := "skylb " + wantVersion + "\ncommit: " + wantCommit + "\ngo: " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + "\n"
 			if code != 0 || out != want {
 				t.Errorf("skylb %q = %d, %q; want 0, %q", args, code, out, want)
 			}
