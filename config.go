@@ -20,6 +20,10 @@ import (
 	"github.com/skylb/skylb/internal/zone"
 )
 
+// minRecordExpiry is the shortest --record-expiry: skylb renews the lease every
+// third of it, so this leaves a few seconds of etcd or network trouble.
+const minRecordExpiry = 5 * time.Second
+
 // config validates the options of skylb run and returns the
 // configuration they give; every error names its flag.
 func (o *options) config() (app.Config, error) {

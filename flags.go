@@ -13,10 +13,8 @@ import (
 	"github.com/skylb/skylb/internal/source"
 )
 
-// minRecordExpiry is the shortest --record-expiry: skylb renews the lease every
-// third of it, so this leaves a few seconds of etcd or network trouble.
-const minRecordExpiry = 5 * time.Second
-
+// options holds the values of the command line's flags, as parsed; config
+// validates them.
 type options struct {
 	kubeconfig       string
 	zones            []string
