@@ -1,5 +1,7 @@
 # skylb's container image:
-#   docker build --build-arg VERSION=$(git describe --tags --always --dirty) -t ghcr.io/skylb/skylb:dev .
+#   docker build --build-arg VERSION=$(git describe --tags --always --dirty) \
+#     --build-arg COMMIT=$(git rev-parse HEAD) -t ghcr.io/skylb/skylb:dev .
+# (skylb version prints both, and the Go version.)
 # A static binary (no cgo) on distroless "static", running as the non-root user
 # 65532. Multi-platform builds (docker buildx --platform linux/amd64,linux/arm64)
 # cross-compile on the build machine.
@@ -14,12 +16,13 @@ COPY internal/ internal/
 ARG TARGETOS=linux
 ARG TARGETARCH=amd64
 ARG VERSION=dev
+ARG COMMIT=
 # grpcnotrace leaves out gRPC's golang.org/x/net/trace, which skylb never
 # serves: it links html/template, whose calls of methods by name keep every
 # exported method of every linked type in the binary (64 MB instead of 37 MB,
 # and 14 MiB more of it in memory).
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-	go build -trimpath -tags grpcnotrace -ldflags "-s -w -X main.version=${VERSION}" -o /out/skylb . && \
+	go build -trimpath -tags grpcnotrace -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" -o /out/skylb . && \
 	if [ "$TARGETOS/$TARGETARCH" = "$(go env GOHOSTOS)/$(go env GOHOSTARCH)" ]; then /out/skylb --version; fi
 
 FROM gcr.io/distroless/static:nonroot

@@ -50,8 +50,8 @@ func TestZoneConfig(t *testing.T) {
 func TestPrintDelegationFromFlags(t *testing.T) {
 	var out, errs strings.Builder
 	o := parse(t, "--zone=k8s.example.com", "--nameserver=192.0.2.12", "--nameserver=192.0.2.11")
-	if code := printDelegation(&o, &out, &errs); code != 0 || errs.Len() != 0 {
-		t.Fatalf("printDelegation = %d, stderr %q", code, errs.String())
+	if code := delegation(&o, &out, &errs); code != 0 || errs.Len() != 0 {
+		t.Fatalf("delegation = %d, stderr %q", code, errs.String())
 	}
 	for _, want := range []string{
 		"k8s.example.com.\tIN\tNS\tns1.ns.dns.k8s.example.com.\n",
@@ -68,21 +68,21 @@ func TestPrintDelegationFromFlags(t *testing.T) {
 	errs.Reset()
 	o.nsSelector = "app=dns"
 	o.kubeconfig = t.TempDir() + "/missing"
-	if code := printDelegation(&o, &out, &errs); code != 0 || !strings.Contains(errs.String(), "cannot read the cluster") {
-		t.Errorf("printDelegation without a cluster = %d, stderr %q", code, errs.String())
+	if code := delegation(&o, &out, &errs); code != 0 || !strings.Contains(errs.String(), "cannot read the cluster") {
+		t.Errorf("delegation without a cluster = %d, stderr %q", code, errs.String())
 	}
 
 	// No nameserver at all: nothing to print.
 	out.Reset()
 	errs.Reset()
 	o = parse(t, "--zone=k8s.example.com")
-	if code := printDelegation(&o, &out, &errs); code == 0 || out.Len() != 0 {
-		t.Errorf("printDelegation without nameservers = %d, output %q", code, out.String())
+	if code := delegation(&o, &out, &errs); code == 0 || out.Len() != 0 {
+		t.Errorf("delegation without nameservers = %d, output %q", code, out.String())
 	}
 }
 
 // TestREADMEFlags checks the README's flag table against the command line:
-// every flag is listed, and every flag listed exists.
+// every flag of every command is listed, and every flag listed exists.
 func TestREADMEFlags(t *testing.T) {
 	b, err := os.ReadFile("README.md")
 	if err != nil {
@@ -101,7 +101,9 @@ func TestREADMEFlags(t *testing.T) {
 		}
 	}
 	defined := make(map[string]bool)
-	flags(&options{}).VisitAll(func(f *pflag.Flag) { defined[f.Name] = true })
+	for _, c := range commands() {
+		c.flagSet(&options{}).VisitAll(func(f *pflag.Flag) { defined[f.Name] = true })
+	}
 	for name := range defined {
 		if !listed[name] {
 			t.Errorf("flag --%s is not in the README's Flags table", name)

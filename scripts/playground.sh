@@ -10,7 +10,8 @@
 #                                                set a Node's Ready condition
 #
 # "up" installs missing packages (scripts/install-deps.sh), builds the pinned
-# binaries (scripts/build-bins.sh) and the playground command, then starts:
+# binaries (scripts/build-bins.sh) and the playground command, then starts
+# (skylb built with its version and commit stamped by scripts/version.sh):
 # the DNS etcd, the API server's etcd, kube-apiserver, kube-controller-manager,
 # CoreDNS, a simulated kubelet and skylb; three Nodes node-1..3 (192.0.2.11-13,
 # PodCIDRs 10.244.1-3.0/24); and in namespace demo a Deployment web (3 pods),
@@ -51,7 +52,7 @@ up)
 	"$ROOT/scripts/install-deps.sh" playground
 	"$ROOT/scripts/build-bins.sh"
 	build
-	exec "$BIN" up --dir "$DIR" "$@"
+	exec "$BIN" up --dir "$DIR" --skylb-ldflags "$("$ROOT/scripts/version.sh")" "$@"
 	;;
 status | down | node-ready)
 	[ -x "$BIN" ] || build

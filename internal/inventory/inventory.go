@@ -109,14 +109,45 @@ func Read(ctx context.Context, c *clientv3.Client, prefix, claimPrefix string) (
 	return inv, nil
 }
 
-// Write prints the inventory as a table, one line per record and per claim
-// without records, by name: the name queried (a zone's apex records under the
-// zone), and the type CoreDNS serves the record as, "none" for the apex guard,
-// which answers with no data. self is the reader's owner id: other owners are
-// marked foreign. Claims that could not be read show as "?", with a note
-// after the table.
-func (inv *Inventory) Write(w io.Writer, self string) error {
-	type line struct{ name, typ, host, ttl, owner, claim, expiry string }
+// Entry is one line of the inventory: a record, or a claim on a name where its
+// owner has no record. Its JSON field names are stable ("skylb records -o
+// json").
+type Entry struct {
+	// Name is the name a client queries: a zone's apex records are under the zone.
+	Name string `json:"name"`
+	// Type is the type CoreDNS serves the record as: A, AAAA, CNAME, SRV, or
+	// none for the apex guard, which answers with no data; "-" for a claim
+	// without a record, "?" for a value that does not decode.
+	Type string `json:"type"`
+	Host string `json:"host"`
+	Port int    `json:"port"`
+	TTL  uint32 `json:"ttl"`
+	// Owner is the owner id of the record or claim, empty for a record that
+	// is not skylb's; Foreign is set when it is not the reader's.
+	Owner   string `json:"owner"`
+	Foreign bool   `json:"foreign"`
+	// Claim is the owner's claim on the name: holds, shares, "waits for
+	// <owners>" ("<owners> (nested)" for a name above or beneath), "-" for
+	// none, "?" when the claims could not be read.
+	Claim string `json:"claim"`
+	// ExpiresIn is the time left on the etcd lease in seconds, 0 once
+	// expired, and nil without a lease.
+	ExpiresIn *int64 `json:"expiresInSeconds"`
+}
+
+// Report is the inventory as the reader sees it, by name.
+type Report struct {
+	Records []Entry `json:"records"`
+	// ClaimPrefix is where the claims were read from; ClaimsDenied is set
+	// when the etcd user may not read them.
+	ClaimPrefix  string `json:"claimPrefix"`
+	ClaimsDenied bool   `json:"claimsDenied"`
+}
+
+// Report returns the inventory's entries, one per record and per claim
+// without records, sorted by name, owner and host. self is the reader's owner
+// id: other owners are foreign.
+func (inv *Inventory) Report(self string) Report {
 	claims := make(map[string][]arbitrate.Claim)
 	for _, c := range inv.Claims {
 		claims[c.Name] = append(claims[c.Name], arbitrate.Claim{Owner: c.Owner, Shared: c.Shared, Created: c.Created})
@@ -152,58 +183,73 @@ func (inv *Inventory) Write(w io.Writer, self string) error {
 		}
 		return "holds"
 	}
-	ownerOf := func(owner string) string {
-		switch {
-		case owner == "":
-			return "(not skylb's)"
-		case owner != self:
-			return owner + " (foreign)"
-		}
-		return owner
-	}
-	expiry := func(lease int64) string {
+	expiresIn := func(lease int64) *int64 {
 		if lease == 0 {
-			return "never"
+			return nil
 		}
-		if ttl := inv.LeaseTTL[lease]; ttl > 0 {
-			return "in " + ttl.String()
-		}
-		return "expired"
+		secs := max(int64(inv.LeaseTTL[lease]/time.Second), 0)
+		return &secs
 	}
 
-	var lines []line
+	var lines []Entry
 	seen := make(map[[2]string]bool)
 	for _, r := range inv.Records {
-		l := line{name: skydns.Queried(r.Name), typ: "?", host: "(invalid value)", ttl: "-", owner: "(not skylb's)", claim: "-", expiry: expiry(r.Lease)}
+		l := Entry{Name: skydns.Queried(r.Name), Type: "?", Claim: "-", ExpiresIn: expiresIn(r.Lease)}
 		if r.Valid {
 			rec := skydns.Record{Name: r.Name, Host: r.Value.Host, Port: r.Value.Port}
-			l.typ, l.host, l.ttl = string(rec.Type()), r.Value.Host, fmt.Sprint(r.Value.TTL)
-			if rec.Port != 0 {
-				l.host = fmt.Sprintf("%s:%d", rec.Host, rec.Port)
-			}
-			l.owner, l.claim = ownerOf(r.Value.Owner), claimOf(r.Name, r.Value.Owner)
+			l.Type, l.Host, l.Port, l.TTL = string(rec.Type()), rec.Host, rec.Port, r.Value.TTL
+			l.Owner, l.Foreign, l.Claim = r.Value.Owner, r.Value.Owner != "" && r.Value.Owner != self, claimOf(r.Name, r.Value.Owner)
 			seen[[2]string{r.Name, r.Value.Owner}] = true
 		}
 		lines = append(lines, l)
 	}
 	for _, c := range inv.Claims {
 		if !seen[[2]string{c.Name, c.Owner}] {
-			lines = append(lines, line{name: c.Name, typ: "-", host: "-", ttl: "-", owner: ownerOf(c.Owner), claim: claimOf(c.Name, c.Owner), expiry: expiry(c.Lease)})
+			lines = append(lines, Entry{Name: c.Name, Type: "-", Owner: c.Owner, Foreign: c.Owner != self, Claim: claimOf(c.Name, c.Owner), ExpiresIn: expiresIn(c.Lease)})
 		}
 	}
-	slices.SortStableFunc(lines, func(a, b line) int {
-		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.owner, b.owner), strings.Compare(a.host, b.host))
+	slices.SortStableFunc(lines, func(a, b Entry) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Owner, b.Owner), strings.Compare(a.Host, b.Host), cmp.Compare(a.Port, b.Port))
 	})
+	return Report{Records: lines, ClaimPrefix: inv.ClaimPrefix, ClaimsDenied: inv.ClaimsDenied}
+}
+
+// Write prints the report as a table, one line per entry. Claims that could
+// not be read show as "?", with a note after the table.
+func (r Report) Write(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTYPE\tHOST\tTTL\tOWNER\tCLAIM\tEXPIRES")
-	for _, l := range lines {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.name, l.typ, l.host, l.ttl, l.owner, l.claim, l.expiry)
+	for _, e := range r.Records {
+		host, ttl, owner, expiry := e.Host, fmt.Sprint(e.TTL), e.Owner, "never"
+		switch e.Type {
+		case "-":
+			host, ttl = "-", "-"
+		case "?":
+			host, ttl = "(invalid value)", "-"
+		}
+		if e.Port != 0 {
+			host = fmt.Sprintf("%s:%d", e.Host, e.Port)
+		}
+		switch {
+		case owner == "":
+			owner = "(not skylb's)"
+		case e.Foreign:
+			owner += " (foreign)"
+		}
+		switch {
+		case e.ExpiresIn == nil:
+		case *e.ExpiresIn > 0:
+			expiry = "in " + (time.Duration(*e.ExpiresIn) * time.Second).String()
+		default:
+			expiry = "expired"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, e.Type, host, ttl, owner, e.Claim, expiry)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if inv.ClaimsDenied {
-		fmt.Fprintf(w, "\nclaims under %s/ could not be read (permission denied): CLAIM is unknown (?); skylb's own etcd user can read them\n", strings.TrimSuffix(inv.ClaimPrefix, "/"))
+	if r.ClaimsDenied {
+		fmt.Fprintf(w, "\nclaims under %s/ could not be read (permission denied): CLAIM is unknown (?); skylb's own etcd user can read them\n", strings.TrimSuffix(r.ClaimPrefix, "/"))
 	}
 	return nil
 }

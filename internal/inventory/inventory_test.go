@@ -54,7 +54,7 @@ func TestReadAndWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := inv.Write(&out, "east"); err != nil {
+	if err := inv.Report("east").Write(&out); err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Fields(strings.ReplaceAll(out.String(), "\n", " | "))

@@ -18,13 +18,13 @@ func TestDockerfileBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := dockerfileBuild(string(b), "v9.9.9")
+	got, err := dockerfileBuild(string(b), "v9.9.9", "0123abc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := goBuildCommand{
 		Env:   []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + runtime.GOARCH},
-		Flags: []string{"-trimpath", "-tags", "grpcnotrace", "-ldflags", "-s -w -X main.version=v9.9.9"},
+		Flags: []string{"-trimpath", "-tags", "grpcnotrace", "-ldflags", "-s -w -X main.version=v9.9.9 -X main.commit=0123abc"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("dockerfileBuild(Dockerfile) mismatch (-want +got):\n%s", diff)

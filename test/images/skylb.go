@@ -19,8 +19,8 @@ type goBuildCommand struct {
 
 // dockerfileBuild reads the Dockerfile's RUN instruction that runs
 // "go build" and returns its variables and flags, with the build arguments
-// VERSION, TARGETOS and TARGETARCH replaced.
-func dockerfileBuild(dockerfile, version string) (goBuildCommand, error) {
+// VERSION, COMMIT, TARGETOS and TARGETARCH replaced.
+func dockerfileBuild(dockerfile, version, commit string) (goBuildCommand, error) {
 	var run string
 	for _, instr := range instructions(dockerfile) {
 		if strings.HasPrefix(instr, "RUN ") && strings.Contains(instr, " go build ") {
@@ -32,7 +32,7 @@ func dockerfileBuild(dockerfile, version string) (goBuildCommand, error) {
 		return goBuildCommand{}, fmt.Errorf("Dockerfile: no RUN instruction runs go build")
 	}
 	words, err := shellWords(strings.NewReplacer(
-		"${VERSION}", version, "$VERSION", version,
+		"${VERSION}", version, "$VERSION", version, "${COMMIT}", commit, "$COMMIT", commit,
 		"$TARGETOS", "linux", "${TARGETOS}", "linux",
 		"$TARGETARCH", runtime.GOARCH, "${TARGETARCH}", runtime.GOARCH,
 	).Replace(run))
@@ -120,7 +120,8 @@ func (b *builder) skylb(ctx context.Context) (*spec, error) {
 		return nil, err
 	}
 	version := Tag(b.refs.Skylb)
-	c, err := dockerfileBuild(string(dockerfile), version)
+	// No commit: as in a docker build without --build-arg COMMIT.
+	c, err := dockerfileBuild(string(dockerfile), version, "")
 	if err != nil {
 		return nil, err
 	}

@@ -1651,7 +1651,9 @@ func skylbRuns(ctx context.Context, t *testing.T, s *stack.Stack, rr *rendering)
 	args = setFlag(args, "http-address", fmt.Sprintf("127.0.0.1:%d", httpPort))
 	args = setFlag(args, "kubeconfig", kubeconfig)
 	t0 := time.Now()
-	p := startProcess(t, "skylb", nil, bin, args...)
+	// With the pod's environment too, where every SKYLB_<FLAG> of the
+	// ConfigMap is a setting.
+	p := startProcess(t, "skylb", env, bin, args...)
 	if err := p.waitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", httpPort), 30*time.Second); err != nil {
 		t.Fatalf("skylb as its ServiceAccount: %v", err)
 	}

@@ -80,7 +80,7 @@ var skylbArgs = []string{
 }
 
 func usage() {
-	fmt.Fprint(os.Stderr, `usage: playground up|status|down [--purge]|node-ready NODE true|false|kubelet [--dir DIR]
+	fmt.Fprint(os.Stderr, `usage: playground up [--skylb-ldflags FLAGS]|status|down [--purge]|node-ready NODE true|false|kubelet [--dir DIR]
 `)
 	os.Exit(2)
 }
@@ -94,6 +94,7 @@ func main() {
 	dir := fset.String("dir", "", "playground directory (default <repository>/.playground)")
 	purge := fset.Bool("purge", false, "down: also remove the playground directory")
 	nodeList := fset.String("nodes", "", "kubelet: comma-separated nodes to run")
+	ldflags := fset.String("skylb-ldflags", "", "up: -ldflags of skylb's go build, the version stamp (scripts/version.sh)")
 	_ = fset.Parse(args)
 	root, err := stack.FindRoot()
 	if err != nil {
@@ -110,7 +111,7 @@ func main() {
 	defer stop()
 	switch cmd {
 	case "up":
-		err = up(ctx, root, *dir)
+		err = up(ctx, root, *dir, *ldflags)
 	case "status":
 		var ok bool
 		ok, err = status(root, *dir)
@@ -140,7 +141,7 @@ func fail(err error) {
 }
 
 // up starts the stack, the kubelet, skylb and the demo, all detached.
-func up(ctx context.Context, root, dir string) (err error) {
+func up(ctx context.Context, root, dir, ldflags string) (err error) {
 	t0 := time.Now()
 	if s, lerr := stack.Load(dir); lerr == nil {
 		if allRunning(s) {
@@ -161,9 +162,11 @@ func up(ctx context.Context, root, dir string) (err error) {
 		return lerr
 	}
 
-	s, err := stack.Start(ctx, stack.Options{
-		Root: root, Dir: dir, Zone: zone, Detach: true, Ports: Ports, CacheTTL: 1, Log: os.Stdout,
-	})
+	opts := stack.Options{Root: root, Dir: dir, Zone: zone, Detach: true, Ports: Ports, CacheTTL: 1, Log: os.Stdout}
+	if ldflags != "" {
+		opts.SkylbBuildFlags = []string{"-ldflags=" + ldflags}
+	}
+	s, err := stack.Start(ctx, opts)
 	if err != nil {
 		return err
 	}

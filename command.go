@@ -1,0 +1,151 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// A command is one of skylb's subcommands. Its flags are some of those of
+// skylb run, which defines them all (see flags), plus its own.
+type command struct {
+	name    string
+	summary string // its line in skylb's help
+	about   string // the start of its own help
+	// allFlags gives it every flag of skylb run; else it has those named in
+	// flags, then those own adds.
+	allFlags bool
+	flags    []string
+	own      func(fs *pflag.FlagSet, o *options)
+	run      func(o *options, stdout, stderr io.Writer) int
+}
+
+// commands returns skylb's commands, the default first.
+func commands() []command {
+	return []command{
+		{name: "run", summary: "publish Services, Ingresses and Gateway API routes in etcd (the default)",
+			about:    "Publishes LoadBalancer Services, Ingresses and Gateway API routes as SkyDNS records in etcd,\nfor CoreDNS's etcd plugin to serve, until it is stopped (or once, with --once).",
+			allFlags: true, run: serve},
+		{name: "records", summary: "list the records and claims in etcd by name and owner",
+			about: "Lists the records and claims in etcd by name and owner, as a table, JSON or YAML.\nIt only reads.",
+			flags: recordsFlags, own: outputFlag, run: records},
+		{name: "delegation", summary: "print the NS and glue records the parent zone needs, and forwarder settings",
+			about: "Prints the NS and glue records the parent zone needs, and conditional-forwarder\nsettings. It reads no etcd; with --nameserver-selector it reads the cluster once.",
+			flags: delegationFlags, run: delegation},
+		{name: "version", summary: "print the version, the commit and the Go version",
+			about: "Prints the version, the commit and the Go version skylb was built with.",
+			run:   func(_ *options, stdout, _ io.Writer) int { printVersion(stdout); return 0 }},
+	}
+}
+
+// lookup returns the command of that name.
+func lookup(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// flagSet defines the command's flags on o.
+func (c command) flagSet(o *options) *pflag.FlagSet {
+	all := flags(o)
+	if c.allFlags {
+		return all
+	}
+	fs := newFlagSet("skylb " + c.name)
+	for _, name := range c.flags {
+		fs.AddFlag(all.Lookup(name))
+	}
+	if c.own != nil {
+		c.own(fs, o)
+	}
+	return fs
+}
+
+// parse reads the command's options from args, then from the environment
+// (lookup) for the flags args leave unset. It returns pflag.ErrHelp for
+// --help and -h.
+func (c command) parse(args []string, lookup func(string) (string, bool)) (*options, error) {
+	o := &options{}
+	fs := c.flagSet(o)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set, err := settingsFromEnv(fs, lookup)
+	if err != nil {
+		return nil, err
+	}
+	o.fromEnv = set
+	return o, nil
+}
+
+// usage prints the command's help: for skylb run, skylb's commands too.
+func (c command) usage(w io.Writer) {
+	fs := c.flagSet(&options{})
+	if c.allFlags {
+		fmt.Fprintf(w, "%s\n\nUsage:\n  skylb [command] [flags]\n\nCommands:\n", c.about)
+		for _, cmd := range commands() {
+			fmt.Fprintf(w, "  %-11s %s\n", cmd.name, cmd.summary)
+		}
+		fmt.Fprintf(w, "  %-11s %s\n", "help", "print the help of skylb or of a command: skylb help records")
+		fmt.Fprintf(w, "\nFlags of skylb run:\n%s\n%s", fs.FlagUsages(), envHelp)
+		return
+	}
+	fmt.Fprintf(w, "%s\n\nUsage:\n  skylb %s", c.about, c.name)
+	if !fs.HasFlags() {
+		fmt.Fprintln(w)
+		return
+	}
+	fmt.Fprintf(w, " [flags]\n\nFlags:\n%s\n%s", fs.FlagUsages(), envHelp)
+}
+
+// help runs "skylb help [command]".
+func help(args []string, stdout, stderr io.Writer) int {
+	name := "run"
+	switch len(args) {
+	case 0:
+	case 1:
+		name = args[0]
+	default:
+		return usageError(stderr, "help", fmt.Errorf("unexpected argument %q", args[1]))
+	}
+	c, ok := lookup(name)
+	if !ok {
+		return usageError(stderr, "help", fmt.Errorf("unknown command %q", name))
+	}
+	c.usage(stdout)
+	return 0
+}
+
+// usageError prints err and a short usage of the command (of skylb when
+// name is empty or help) on stderr, and returns the exit code 2.
+func usageError(stderr io.Writer, name string, err error) int {
+	prog := strings.TrimSpace("skylb " + name)
+	fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+	c, ok := lookup(name)
+	if !ok {
+		var names []string
+		for _, c := range commands() {
+			names = append(names, c.name)
+		}
+		fmt.Fprintf(stderr, "Usage: skylb [%s|help] [flags]\nRun 'skylb help' for the commands and their flags.\n", strings.Join(names, "|"))
+		return 2
+	}
+	flags := ""
+	if c.flagSet(&options{}).HasFlags() {
+		flags = " [flags]"
+	}
+	fmt.Fprintf(stderr, "Usage: %s%s\nRun 'skylb help %s' for its help.\n", prog, flags, name)
+	return 2
+}
+
+// isHelp tells whether err is the request of a command's help.
+func isHelp(err error) bool { return errors.Is(err, pflag.ErrHelp) }

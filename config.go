@@ -1,0 +1,224 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/skylb/skylb/internal/app"
+	"github.com/skylb/skylb/internal/controller"
+	"github.com/skylb/skylb/internal/dnsname"
+	"github.com/skylb/skylb/internal/skydns"
+	"github.com/skylb/skylb/internal/source"
+	"github.com/skylb/skylb/internal/zone"
+)
+
+// minRecordExpiry is the shortest --record-expiry: skylb renews the lease every
+// third of it, so this leaves a few seconds of etcd or network trouble.
+const minRecordExpiry = 5 * time.Second
+
+// config validates the options of skylb run and returns the
+// configuration they give; every error names its flag.
+func (o *options) config() (app.Config, error) {
+	zones, err := dnsname.ParseZones(o.zones)
+	if err != nil {
+		return app.Config{}, fmt.Errorf("--zone: %w", err)
+	}
+	if !dnsname.IsLabel(o.owner) || len(o.owner) > skydns.MaxOwnerLength {
+		return app.Config{}, fmt.Errorf("--owner-id: %q must be a DNS label of at most %d characters", o.owner, skydns.MaxOwnerLength)
+	}
+	if !strings.HasPrefix(o.prefix, "/") || strings.TrimRight(o.prefix, "/") == "" {
+		return app.Config{}, fmt.Errorf("--etcd-prefix: %q must be an absolute path such as /skydns", o.prefix)
+	}
+	src, err := o.sourceConfig(zones)
+	if err != nil {
+		return app.Config{}, err
+	}
+	zoneCfg, err := o.zoneConfig(zones)
+	if err != nil {
+		return app.Config{}, err
+	}
+	if o.healthWorkers < 1 {
+		return app.Config{}, fmt.Errorf("--health-workers: must be at least 1")
+	}
+	if o.maxDeleteRatio <= 0 {
+		return app.Config{}, fmt.Errorf("--max-delete-ratio: must be greater than 0")
+	}
+	lead := o.leader
+	if o.leaderElect {
+		if o.leader.Namespace == "" || !dnsname.IsLabel(o.leader.Namespace) {
+			return app.Config{}, fmt.Errorf("--leader-elect-namespace: %q is not a namespace name", o.leader.Namespace)
+		}
+		if o.leader.LeaseDuration <= o.leader.RenewDeadline || o.leader.RenewDeadline <= o.leader.RetryPeriod || o.leader.RetryPeriod <= 0 {
+			return app.Config{}, fmt.Errorf("--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, which must exceed --leader-elect-retry-period")
+		}
+		host, err := os.Hostname()
+		if err != nil {
+			return app.Config{}, fmt.Errorf("--leader-elect: identity: %w", err)
+		}
+		lead.Identity = host
+		lead.EtcdKey = "/skylb/leader/" + o.owner
+	}
+	if o.noEndpointsGrace < 0 {
+		return app.Config{}, fmt.Errorf("--no-endpoints-grace: must not be negative")
+	}
+	if o.resync < 0 {
+		return app.Config{}, fmt.Errorf("--resync-interval: must not be negative")
+	}
+	claims := strings.TrimRight(o.claimPrefix, "/")
+	if o.claimPrefix != "" {
+		records := strings.TrimRight(o.prefix, "/")
+		if !strings.HasPrefix(claims, "/") || claims == "" {
+			return app.Config{}, fmt.Errorf("--claim-prefix: %q must be an absolute path such as /skylb/claims", o.claimPrefix)
+		}
+		if strings.HasPrefix(claims+"/", records+"/") || strings.HasPrefix(records+"/", claims+"/") {
+			return app.Config{}, fmt.Errorf("--claim-prefix: %q must lie outside --etcd-prefix %q, which CoreDNS serves", o.claimPrefix, o.prefix)
+		}
+	}
+	if o.recordExpiry != 0 && o.recordExpiry < minRecordExpiry {
+		return app.Config{}, fmt.Errorf("--record-expiry: %v is shorter than %v; a brief etcd or network hiccup must not expire live records", o.recordExpiry, minRecordExpiry)
+	}
+	if o.gatewayPoll <= 0 {
+		return app.Config{}, fmt.Errorf("--gateway-api-poll-interval: must be positive")
+	}
+	// A missing file is waited for (see app.WaitForFiles); any other error is final.
+	if _, err := o.etcd.TLS(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return app.Config{}, fmt.Errorf("--etcd-endpoints/--etcd-*-file: %w", err)
+	}
+	log, err := newLogger(o.logLevel, o.logFormat)
+	if err != nil {
+		return app.Config{}, err
+	}
+	return app.Config{
+		Source:           src,
+		MaxDeleteRatio:   o.maxDeleteRatio,
+		ClaimPrefix:      claims,
+		RecordExpiry:     o.recordExpiry,
+		Version:          currentVersion().Version,
+		LeaderElect:      o.leaderElect,
+		Leader:           lead,
+		DryRun:           o.dryRun,
+		HealthWorkers:    o.healthWorkers,
+		NoEndpointsGrace: o.noEndpointsGrace,
+		StartGCPercent:   startGCPercent(),
+		Zone:             zoneCfg,
+		Once:             o.once,
+		Prefix:           strings.TrimRight(o.prefix, "/"),
+		Owner:            o.owner,
+		ResyncInterval:   o.resync,
+		EtcdTimeout:      5 * time.Second,
+		HTTPAddress:      o.httpAddress,
+		GatewayAPI:       o.gatewayAPI,
+		GatewayPoll:      o.gatewayPoll,
+		Log:              log,
+	}, nil
+}
+
+// startGCPercent is the collector's GOGC during the cold start (see
+// app.Config.StartGCPercent), unless GOGC is set: it keeps the peak heap
+// near what is live, for a few more collections while the caches fill.
+func startGCPercent() int {
+	if os.Getenv("GOGC") != "" {
+		return 0
+	}
+	return app.DefaultStartGCPercent
+}
+
+func newLogger(level, format string) (*logrus.Logger, error) {
+	log := logrus.New()
+	lvl, err := logrus.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	log.SetLevel(lvl)
+	switch format {
+	case "text":
+		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+	case "json":
+		log.SetFormatter(&logrus.JSONFormatter{})
+	default:
+		return nil, fmt.Errorf("--log-format: %q is neither text nor json", format)
+	}
+	return log, nil
+}
+
+// sourceConfig validates the flags that say how objects become records.
+func (o *options) sourceConfig(zones dnsname.Zones) (source.Config, error) {
+	cfg := source.Config{
+		Zones: zones, TTL: o.ttl, DefaultNamespace: o.defaultNamespace, LoadBalancerClass: o.lbClass,
+		IngressService: o.ingressService, MaxNames: o.maxNames, MaxAddresses: o.maxAddresses,
+		SRV: o.srv, ApexNamespaces: o.apexNamespaces,
+	}
+	if o.clusterLabel {
+		cfg.ClusterLabel = o.owner
+	}
+	if o.ttl < 1 || o.ttl > source.MaxTTL {
+		return cfg, fmt.Errorf("--ttl: %d is outside 1 to %d seconds", o.ttl, source.MaxTTL)
+	}
+	if o.defaultNamespace != "" && !dnsname.IsLabel(o.defaultNamespace) {
+		return cfg, fmt.Errorf("--default-namespace: %q is not a namespace name", o.defaultNamespace)
+	}
+	for _, ns := range o.apexNamespaces {
+		if !dnsname.IsLabel(ns) {
+			return cfg, fmt.Errorf("--apex-namespaces: %q is not a namespace name", ns)
+		}
+	}
+	var err error
+	if cfg.AddressSource, err = source.ParseMode(o.addressSource); err != nil {
+		return cfg, fmt.Errorf("--address-source: %w", err)
+	}
+	for _, t := range o.nodeAddrTypes {
+		switch at := corev1.NodeAddressType(t); at {
+		case corev1.NodeExternalIP, corev1.NodeInternalIP:
+			cfg.NodeAddressTypes = append(cfg.NodeAddressTypes, at)
+		default:
+			return cfg, fmt.Errorf("--node-address-types: %q is neither ExternalIP nor InternalIP", t)
+		}
+	}
+	if o.ingressService != "" {
+		ns, name, ok := strings.Cut(o.ingressService, "/")
+		if !ok || !dnsname.IsLabel(ns) || !dnsname.IsLabel(name) {
+			return cfg, fmt.Errorf("--ingress-service: %q is not namespace/name", o.ingressService)
+		}
+	}
+	if cfg.Filter.Denied, err = source.ParseCIDRs(o.deniedCIDRs); err != nil {
+		return cfg, fmt.Errorf("--denied-cidrs: %w", err)
+	}
+	if cfg.Filter.Allowed, err = source.ParseCIDRs(o.allowedCIDRs); err != nil {
+		return cfg, fmt.Errorf("--allowed-cidrs: %w", err)
+	}
+	if o.maxNames < 1 {
+		return cfg, fmt.Errorf("--max-names-per-object: must be at least 1")
+	}
+	if o.maxAddresses < 1 {
+		return cfg, fmt.Errorf("--max-addresses-per-name: must be at least 1")
+	}
+	return cfg, nil
+}
+
+// zoneConfig validates --nameserver and --nameserver-selector.
+func (o *options) zoneConfig(zones dnsname.Zones) (*controller.ZoneConfig, error) {
+	static, err := zone.ParseStatics(o.nameservers, zones)
+	if err != nil {
+		return nil, fmt.Errorf("--nameserver: %w", err)
+	}
+	cfg := &controller.ZoneConfig{Nameservers: static}
+	if strings.TrimSpace(o.nsSelector) != "" {
+		sel, err := labels.Parse(o.nsSelector)
+		if err != nil {
+			return nil, fmt.Errorf("--nameserver-selector: %w", err)
+		}
+		if sel.Empty() {
+			return nil, fmt.Errorf("--nameserver-selector: %q selects every Service", o.nsSelector)
+		}
+		cfg.NameserverSelector = sel
+	}
+	return cfg, nil
+}
