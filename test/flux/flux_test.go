@@ -11,7 +11,6 @@ package flux
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -19,14 +18,10 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/miekg/dns"
 
 	"github.com/skylb/skylb/test/cluster"
 	"github.com/skylb/skylb/test/images"
@@ -106,8 +101,8 @@ func TestFlux(t *testing.T) {
 			t.Errorf("Got GitRepository skylb at revision %q, want %q", got, want)
 		}
 		t0 = time.Now()
-		want := exposeWeb(ctx, t, c)
-		waitAnswer(ctx, t, net.JoinHostPort(c.Nodes[0].IP.String(), fmt.Sprint(nodePort)), webName, want)
+		want := c.ExposeWeb(ctx, t)
+		cluster.WaitAnswer(ctx, t, net.JoinHostPort(c.Nodes[0].IP.String(), fmt.Sprint(cluster.DNSNodePort)), webName, want)
 		t.Logf("measure: LoadBalancer Service created -> %s answers %v through the NodePort in %v", webName, want, time.Since(t0).Round(time.Second))
 	})
 }
@@ -172,29 +167,13 @@ func writeInstall(ctx context.Context, root, dir string) (string, error) {
 
 // moduleConfig returns the config/ directory of the module
 // github.com/fluxcd/name at the version test/tools/flux/name/go.mod
-// requires, downloading the module if the module cache lacks it.
+// requires.
 func moduleConfig(ctx context.Context, root, name string) (string, error) {
-	module := "github.com/fluxcd/" + name
-	cmd := exec.CommandContext(ctx, goCommand(), "mod", "download", "-json", module)
-	cmd.Dir = filepath.Join(root, "test", "tools", "flux", name)
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
-	out, err := cmd.Output()
+	dir, err := stack.ModuleDir(ctx, filepath.Join(root, "test", "tools", "flux", name), "github.com/fluxcd/"+name)
 	if err != nil {
-		return "", fmt.Errorf("go mod download %s: %w", module, err)
+		return "", err
 	}
-	var m struct{ Dir string }
-	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
-		return "", fmt.Errorf("go mod download %s: no directory in %q", module, out)
-	}
-	return filepath.Join(m.Dir, "config"), nil
-}
-
-// goCommand returns the go command: from PATH, or the usual install place.
-func goCommand() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	return filepath.Join(dir, "config"), nil
 }
 
 // kustomizations are the Kustomizations of manifests/flux, in their
@@ -254,50 +233,6 @@ func deployFromGit(ctx context.Context, t *testing.T, c *cluster.Cluster, root, 
 	return ready
 }
 
-const (
-	// webName is the name skylb publishes for the Service web of the
-	// namespace default, in the zone of manifests/flux.
-	webName = "web.default.example.org"
-	// nodePort is CoreDNS's NodePort (coredns/deploy/service.yaml).
-	nodePort = 30053
-)
-
-// exposeWeb creates the README's LoadBalancer Service web over three pause
-// pods and returns the sorted addresses of the nodes that run them, which
-// skylb publishes.
-func exposeWeb(ctx context.Context, t *testing.T, c *cluster.Cluster) []string {
-	t.Helper()
-	for _, args := range [][]string{
-		{"create", "deployment", "web", "--image=" + images.PauseRef, "--replicas=3"},
-		{"expose", "deployment", "web", "--type=LoadBalancer", "--port=80"},
-		{"rollout", "status", "deployment/web", "--timeout=2m"},
-	} {
-		if out, err := c.Kubectl(ctx, args...); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-	}
-	out, err := c.Kubectl(ctx, "get", "pods", "-l", "app=web", "-o", `jsonpath={range .items[*]}{.status.hostIP}{"\n"}{end}`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodes := strings.Fields(out)
-	slices.Sort(nodes)
-	return slices.Compact(nodes)
-}
-
-// waitAnswer waits until server answers name with exactly want (sorted A
-// records).
-func waitAnswer(ctx context.Context, t *testing.T, server, name string, want []string) {
-	t.Helper()
-	start := time.Now()
-	var last string
-	for time.Since(start) < 2*time.Minute && ctx.Err() == nil {
-		rcode, got, err := stack.Query(server, name, dns.TypeA)
-		if err == nil && rcode == dns.RcodeSuccess && slices.Equal(got, want) {
-			return
-		}
-		last = fmt.Sprintf("%s %v %v", dns.RcodeToString[rcode], got, err)
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: %s answers %s, want %v", name, server, last, want)
-}
+// webName is the name skylb publishes for the Service web of the namespace
+// default, in the zone of manifests/flux.
+const webName = "web.default.example.org"
