@@ -3,8 +3,11 @@ package cluster
 import (
 	"context"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/skylb/skylb/test/images"
 )
 
 // UpForTest starts a cluster for the test t in o.Dir, after removing the
@@ -35,6 +38,22 @@ func UpForTest(ctx context.Context, t testing.TB, o Options, dump ...[]string) *
 		}
 	})
 	return c
+}
+
+// UpWithImagesForTest builds the images of the repository at root (those
+// the manifests name, plus what io adds: io's Root, Bin, Cache and Log are
+// set here) and starts a three-node cluster with them in
+// <root>/.cluster/<name> with UpForTest, its binaries from <root>/bin.
+func UpWithImagesForTest(ctx context.Context, t testing.TB, root, name string, io images.Options, dump ...[]string) *Cluster {
+	t.Helper()
+	io.Root, io.Bin = root, filepath.Join(root, "bin")
+	io.Cache, io.Log = filepath.Join(root, ".cluster", "cache"), TestLog(t)
+	imgs, err := images.Build(ctx, io)
+	if err != nil {
+		t.Fatalf("build the images: %v", err)
+	}
+	o := Options{Dir: filepath.Join(root, ".cluster", name), Bin: io.Bin, Nodes: 3, Images: images.Tarballs(imgs), Log: io.Log}
+	return UpForTest(ctx, t, o, dump...)
 }
 
 // TestLog returns a writer for Options.Log (and test/images' Options.Log)

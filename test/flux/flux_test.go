@@ -107,19 +107,11 @@ func TestFlux(t *testing.T) {
 	})
 }
 
-// upCluster builds the images (the Flux controllers' too), removes what a
-// previous run left in <root>/.cluster/flux and starts a three-node cluster
-// there, which the test's clean-up removes.
+// upCluster starts a three-node cluster in <root>/.cluster/flux with the
+// images (the Flux controllers' too), which the test's clean-up removes.
 func upCluster(ctx context.Context, t *testing.T, root string) *cluster.Cluster {
 	t.Helper()
-	bin := filepath.Join(root, "bin")
-	log := cluster.TestLog(t)
-	imgs, err := images.Build(ctx, images.Options{Root: root, Bin: bin, Cache: filepath.Join(root, ".cluster", "cache"), Log: log, Flux: true})
-	if err != nil {
-		t.Fatalf("build the images: %v", err)
-	}
-	o := cluster.Options{Dir: filepath.Join(root, ".cluster", "flux"), Bin: bin, Nodes: 3, Images: images.Tarballs(imgs), Log: log}
-	return cluster.UpForTest(ctx, t, o,
+	return cluster.UpWithImagesForTest(ctx, t, root, "flux", images.Options{Flux: true},
 		[]string{"get", "pods", "-A", "-o", "wide"},
 		[]string{"get", "events", "-A", "--sort-by=.lastTimestamp"},
 		[]string{"-n", "flux-system", "get", "gitrepositories,kustomizations", "-o", "wide"},
