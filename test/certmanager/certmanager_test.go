@@ -21,13 +21,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -54,16 +52,8 @@ var renewed = []struct {
 }
 
 func TestCertManager(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: a cluster of kubelets needs root (network and mount namespaces, cgroups)")
-	}
+	ctx := cluster.RootTest(t, 10*time.Minute)
 	root := stack.Root(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	// An interrupt ends the test through its context, so that the clean-up
-	// removes the cluster.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 
 	crds, err := crdDir(ctx, root)
 	if err != nil {

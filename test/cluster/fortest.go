@@ -3,9 +3,13 @@ package cluster
 import (
 	"context"
 	"io"
+	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/skylb/skylb/test/images"
 )
@@ -38,6 +42,21 @@ func UpForTest(ctx context.Context, t testing.TB, o Options, dump ...[]string) *
 		}
 	})
 	return c
+}
+
+// RootTest skips t unless it runs as root, which a cluster of kubelets
+// needs, and returns a context that ends after limit or on an interrupt (so
+// that the clean-up still removes the cluster) and with t.
+func RootTest(t testing.TB, limit time.Duration) context.Context {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: a cluster of kubelets needs root (network and mount namespaces, cgroups)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	t.Cleanup(cancel)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	t.Cleanup(stop)
+	return ctx
 }
 
 // UpWithImagesForTest builds the images of the repository at root (those

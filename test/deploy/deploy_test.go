@@ -16,12 +16,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -59,17 +57,9 @@ type env struct {
 }
 
 func TestDeploy(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: a cluster of kubelets needs root (network and mount namespaces, cgroups)")
-	}
+	ctx := cluster.RootTest(t, 25*time.Minute)
 	root := stack.Root(t)
 	bin := filepath.Join(root, "bin")
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
-	defer cancel()
-	// An interrupt ends the test through its context, so that the clean-up
-	// removes the cluster.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 
 	t0 := time.Now()
 	c := upCluster(ctx, t, root)

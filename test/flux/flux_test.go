@@ -16,10 +16,8 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,16 +30,8 @@ import (
 var controllers = []string{"source-controller", "kustomize-controller"}
 
 func TestFlux(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: a cluster of kubelets needs root (network and mount namespaces, cgroups)")
-	}
+	ctx := cluster.RootTest(t, 10*time.Minute)
 	root := stack.Root(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	// An interrupt ends the test through its context, so that the clean-up
-	// removes the cluster.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 
 	install, err := writeInstall(ctx, root, t.TempDir())
 	if err != nil {
