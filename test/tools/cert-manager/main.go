@@ -19,8 +19,10 @@
 //
 // Neither the webhook nor the cainjector is needed: the CRDs of deploy/crds
 // serve one version (no conversion webhook) and validate with their OpenAPI
-// schemas, the webhook's extra validation and defaulting only guard against
-// mistakes, and the cainjector only fills caBundle fields of webhook and API
+// schemas; the webhook's extra checks (e.g. a duration of at least an hour)
+// only guard against mistakes, and the requester identity it records on
+// CertificateRequests is read only by policy approvers, not by the approver
+// run here; the cainjector only fills caBundle fields of webhook and API
 // service configurations, which nothing here has.
 //
 // Leader election is off: the Deployment runs one replica with the Recreate
