@@ -185,6 +185,7 @@ func renew(ctx context.Context, t *testing.T, c *cluster.Cluster, server string,
 
 	// CoreDNS reads its certificate at start only: the README's restart.
 	t1 = time.Now()
+	t.Logf("CoreDNS restarted %v after the renewal was triggered", t1.Sub(t0).Round(100*time.Millisecond))
 	kubectl(ctx, t, c, "-n", "skylb-coredns", "rollout", "restart", "deployment/coredns")
 	kubectl(ctx, t, c, "-n", "skylb-coredns", "rollout", "status", "deployment/coredns", "--timeout=3m")
 	coredns := renewed[2]
@@ -196,6 +197,9 @@ func renew(ctx context.Context, t *testing.T, c *cluster.Cluster, server string,
 	s := p.stop()
 	t.Logf("measure: %s asked every 100ms through the NodePort from the renewal to the end of the restart (%v): %d queries, %d failed, longest run of failures %d (%v)",
 		webName, s.span.Round(100*time.Millisecond), s.queries, s.failed, s.longest, s.longestFor.Round(100*time.Millisecond))
+	for _, f := range s.failures {
+		t.Logf("failed query at %s", f)
+	}
 	if s.queries == 0 {
 		t.Error("the prober sent no query")
 	}
@@ -481,6 +485,7 @@ type probe struct {
 type probeStats struct {
 	queries, failed, longest int
 	longestFor, span         time.Duration
+	failures                 []string // when (since the start) and why, the first few
 }
 
 // startProbe asks server for name every 100ms until stop.
@@ -500,6 +505,10 @@ func startProbe(ctx context.Context, server, name string, want []string) *probe 
 				run = 0
 			} else {
 				p.stats.failed++
+				if len(p.stats.failures) < 10 {
+					p.stats.failures = append(p.stats.failures, fmt.Sprintf("%v: %s %v %v",
+						at.Sub(start).Round(100*time.Millisecond), dns.RcodeToString[rcode], got, err))
+				}
 				if run == 0 {
 					runStart = at
 				}
