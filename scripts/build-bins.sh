@@ -12,6 +12,9 @@
 #   coredns                                  github.com/coredns/coredns@COREDNS_VERSION
 #   source-controller, kustomize-controller  github.com/fluxcd/NAME at the version
 #                                            test/tools/flux/NAME/go.mod requires
+#   cert-manager-controller                  github.com/cert-manager/cert-manager at
+#                                            the version test/tools/cert-manager/
+#                                            go.mod requires, through its main.go
 #
 # A binary is rebuilt only when its stamp file bin/.NAME.version differs from
 # what would be built now (module version, Go version, and a hash of its
@@ -34,6 +37,7 @@ TOOLS=$ROOT/test/tools
 BIN_DIR=${BIN_DIR:-$ROOT/bin}
 ETCD_DIR=$TOOLS/etcd
 FLUX_DIR=$TOOLS/flux
+CERT_MANAGER_DIR=$TOOLS/cert-manager
 
 # etcd_pinned: the etcd version etcd/kustomization.yaml pins for
 # registry.k8s.io/etcd (its tag 3.6.8-0 is etcd 3.6.8).
@@ -52,7 +56,7 @@ for dir in "$ETCD_DIR"/*/; do
 	[ "$v" = "$ETCD_VERSION" ] || ETCD_OTHERS+=("etcd-$v")
 done
 ALL=(etcd etcdctl etcdutl "${ETCD_OTHERS[@]}" kube-apiserver kube-controller-manager kube-node coredns
-	source-controller kustomize-controller)
+	source-controller kustomize-controller cert-manager-controller)
 # The commands kube-node runs, by the name it is called with.
 KUBE_NODE_LINKS=(kubelet kube-scheduler kube-proxy)
 
@@ -101,6 +105,7 @@ plan() {
 	kube-apiserver | kube-controller-manager | kube-node) module=k8s.io/kubernetes ;;
 	coredns) module= ;;
 	source-controller | kustomize-controller) module=github.com/fluxcd/$1 ;;
+	cert-manager-controller) module=github.com/cert-manager/cert-manager ;;
 	*)
 		echo "unknown binary '$1' (known: ${ALL[*]})" >&2
 		exit 2
@@ -125,6 +130,12 @@ plan() {
 		MODDIR=$FLUX_DIR/$1 PKG=$module
 		VERSION=$(cd "$MODDIR" && go list -m -f '{{.Version}}' "$module")
 		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
+	elif [ "$1" = cert-manager-controller ]; then
+		# The upstream command's module is not on the module proxy: a main of
+		# our own assembles the controllers from the library.
+		MODDIR=$CERT_MANAGER_DIR PKG=.
+		VERSION=$(cd "$MODDIR" && go list -m -f '{{.Version}}' "$module")
+		files=("$MODDIR/go.mod" "$MODDIR/go.sum" "$MODDIR/main.go")
 	else
 		MODDIR=$TOOLS PKG=./cmd/$1
 		VERSION=$(tools_version "$module")

@@ -287,6 +287,26 @@ func (c *Cluster) ExecInNode(ctx context.Context, node string, cmd ...string) (s
 	return run(ctx, append(n.enter(), cmd...)...)
 }
 
+// ContainerPID returns the host process id of a running container of the
+// node, by the container ID of a pod's status ("containerd://ID" or ID).
+func (c *Cluster) ContainerPID(ctx context.Context, node, containerID string) (int, error) {
+	n, err := c.Node(node)
+	if err != nil {
+		return 0, err
+	}
+	id := strings.TrimPrefix(containerID, "containerd://")
+	out, err := run(ctx, append(n.enter(), "ctr", "-a", n.containerdSocket(), "-n", "k8s.io", "tasks", "ls")...)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == id {
+			return strconv.Atoi(f[1])
+		}
+	}
+	return 0, fmt.Errorf("%s: no task for container %s", node, id)
+}
+
 // enter is the nsenter prefix that runs a command in the node.
 func (n Node) enter() []string {
 	return []string{"nsenter", fmt.Sprintf("--mount=/proc/%d/ns/mnt", n.MountPID), "--net=/run/netns/" + n.Netns, "--"}

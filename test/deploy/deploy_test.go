@@ -16,12 +16,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -59,20 +57,12 @@ type env struct {
 }
 
 func TestDeploy(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: a cluster of kubelets needs root (network and mount namespaces, cgroups)")
-	}
+	ctx := cluster.RootTest(t, 25*time.Minute)
 	root := stack.Root(t)
 	bin := filepath.Join(root, "bin")
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
-	defer cancel()
-	// An interrupt ends the test through its context, so that the clean-up
-	// removes the cluster.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 
 	t0 := time.Now()
-	c := upCluster(ctx, t, root, bin)
+	c := upCluster(ctx, t, root)
 	t.Logf("measure: cluster of %d nodes up in %v", len(c.Nodes), time.Since(t0).Round(time.Second))
 
 	e := &env{t: t, c: c, work: copyRepo(t, root), bin: bin, outputs: map[string]string{}}
@@ -759,19 +749,12 @@ func ctxT(t *testing.T, limit time.Duration) context.Context {
 	return ctx
 }
 
-// upCluster builds the images the manifests name and starts a cluster of
-// three nodes with them in <repo>/.cluster/deploy, whose logs stay there
-// after the test; the cluster goes with the test, and one a killed run left
-// there goes first.
-func upCluster(ctx context.Context, t *testing.T, root, bin string) *cluster.Cluster {
+// upCluster starts a cluster of three nodes in <repo>/.cluster/deploy with
+// the images the manifests name, whose logs stay there after the test; the
+// cluster goes with the test, and one a killed run left there goes first.
+func upCluster(ctx context.Context, t *testing.T, root string) *cluster.Cluster {
 	t.Helper()
-	log := cluster.TestLog(t)
-	imgs, err := images.Build(ctx, images.Options{Root: root, Bin: bin, Cache: filepath.Join(root, ".cluster", "cache"), Log: log})
-	if err != nil {
-		t.Fatalf("build the images: %v", err)
-	}
-	o := cluster.Options{Dir: filepath.Join(root, ".cluster", "deploy"), Bin: bin, Nodes: 3, Images: images.Tarballs(imgs), Log: log}
-	return cluster.UpForTest(ctx, t, o,
+	return cluster.UpWithImagesForTest(ctx, t, root, "deploy", images.Options{},
 		[]string{"get", "pods", "-A", "-o", "wide"},
 		[]string{"get", "events", "-A", "--sort-by=.lastTimestamp"},
 		[]string{"-n", "skylb", "logs", "-l", "app.kubernetes.io/name=skylb", "--tail=40", "--prefix"})

@@ -11,22 +11,15 @@ package flux
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/miekg/dns"
 
 	"github.com/skylb/skylb/test/cluster"
 	"github.com/skylb/skylb/test/images"
@@ -37,16 +30,8 @@ import (
 var controllers = []string{"source-controller", "kustomize-controller"}
 
 func TestFlux(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: a cluster of kubelets needs root (network and mount namespaces, cgroups)")
-	}
+	ctx := cluster.RootTest(t, 20*time.Minute)
 	root := stack.Root(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	// An interrupt ends the test through its context, so that the clean-up
-	// removes the cluster.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 
 	install, err := writeInstall(ctx, root, t.TempDir())
 	if err != nil {
@@ -158,8 +143,8 @@ func (f *fleet) deploy(ctx context.Context, t *testing.T, root string) []string 
 		t.Errorf("Got GitRepository skylb at revision %q, want %q", got, want)
 	}
 	t0 = time.Now()
-	want := exposeWeb(ctx, t, f.c)
-	waitAnswer(ctx, t, f.nodePort(), f.web(), want)
+	want := f.c.ExposeWeb(ctx, t)
+	cluster.WaitAnswer(ctx, t, f.nodePort(), f.web(), want)
 	t.Logf("measure: LoadBalancer Service created -> %s answers %v through the NodePort in %v", f.web(), want, time.Since(t0).Round(time.Second))
 	return want
 }
@@ -174,7 +159,7 @@ func (f *fleet) changeZone(ctx context.Context, t *testing.T, want []string) {
 	t0 := time.Now()
 	requestReconcile(ctx, t, f.c, "gitrepository/flux-system")
 	f.zone = zone
-	waitAnswer(ctx, t, f.nodePort(), f.web(), want)
+	cluster.WaitAnswer(ctx, t, f.nodePort(), f.web(), want)
 	t.Logf("measure: commit of a new zone pushed -> %s answers %v in %v", f.web(), want, time.Since(t0).Round(time.Second))
 	for _, d := range []string{"skylb-coredns/deployment/coredns", "skylb/deployment/skylb"} {
 		ns, name, _ := strings.Cut(d, "/")
@@ -216,7 +201,7 @@ func (f *fleet) breakManifest(ctx context.Context, t *testing.T, want []string) 
 	if got := get(ctx, t, f.c, "skylb", "deployment/skylb", "{.metadata.generation}"); got != generation {
 		t.Errorf("Got skylb's Deployment at generation %s after the broken commit, want %s", got, generation)
 	}
-	waitAnswer(ctx, t, f.nodePort(), f.web(), want)
+	cluster.WaitAnswer(ctx, t, f.nodePort(), f.web(), want)
 
 	git(ctx, t, f.skylb.work, "revert", "--no-edit", "HEAD")
 	fixed := f.skylb.push(ctx, t)
@@ -269,7 +254,7 @@ func (f *fleet) prune(ctx context.Context, t *testing.T, want []string) {
 	t0 = time.Now()
 	requestReconcile(ctx, t, f.c, "gitrepository/flux-system")
 	waitReady(ctx, t, f.c, "skylb-etcd")
-	waitAnswer(ctx, t, f.nodePort(), f.web(), want)
+	cluster.WaitAnswer(ctx, t, f.nodePort(), f.web(), want)
 	t.Logf("measure: commit bringing etcd back pushed -> %s answers %v from the kept volumes, skylb absent, in %v", f.web(), want, time.Since(t0).Round(time.Second))
 	if got := pvcs(); got != volumes {
 		t.Errorf("Got the PersistentVolumeClaims %s, want the members back on theirs: %s", got, volumes)
@@ -283,7 +268,7 @@ func (f *fleet) web() string { return "web.default." + f.zone }
 // nodePort is CoreDNS's NodePort (coredns/deploy/service.yaml) on the first
 // node.
 func (f *fleet) nodePort() string {
-	return net.JoinHostPort(f.c.Nodes[0].IP.String(), "30053")
+	return net.JoinHostPort(f.c.Nodes[0].IP.String(), fmt.Sprint(cluster.DNSNodePort))
 }
 
 // applySecrets applies the Secrets of scripts/gen-certs.sh --secrets in
@@ -332,19 +317,11 @@ func get(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, object, temp
 	return strings.TrimSpace(out)
 }
 
-// upCluster builds the images (the Flux controllers' too), removes what a
-// previous run left in <root>/.cluster/flux and starts a three-node cluster
-// there, which the test's clean-up removes.
+// upCluster starts a three-node cluster in <root>/.cluster/flux with the
+// images (the Flux controllers' too), which the test's clean-up removes.
 func upCluster(ctx context.Context, t *testing.T, root string) *cluster.Cluster {
 	t.Helper()
-	bin := filepath.Join(root, "bin")
-	log := cluster.TestLog(t)
-	imgs, err := images.Build(ctx, images.Options{Root: root, Bin: bin, Cache: filepath.Join(root, ".cluster", "cache"), Log: log, Flux: true})
-	if err != nil {
-		t.Fatalf("build the images: %v", err)
-	}
-	o := cluster.Options{Dir: filepath.Join(root, ".cluster", "flux"), Bin: bin, Nodes: 3, Images: images.Tarballs(imgs), Log: log}
-	return cluster.UpForTest(ctx, t, o,
+	return cluster.UpWithImagesForTest(ctx, t, root, "flux", images.Options{Flux: true},
 		[]string{"get", "pods", "-A", "-o", "wide"},
 		[]string{"get", "events", "-A", "--sort-by=.lastTimestamp"},
 		[]string{"-n", "flux-system", "get", "gitrepositories,kustomizations", "-o", "wide"},
@@ -392,29 +369,13 @@ func writeInstall(ctx context.Context, root, dir string) (string, error) {
 
 // moduleConfig returns the config/ directory of the module
 // github.com/fluxcd/name at the version test/tools/flux/name/go.mod
-// requires, downloading the module if the module cache lacks it.
+// requires.
 func moduleConfig(ctx context.Context, root, name string) (string, error) {
-	module := "github.com/fluxcd/" + name
-	cmd := exec.CommandContext(ctx, goCommand(), "mod", "download", "-json", module)
-	cmd.Dir = filepath.Join(root, "test", "tools", "flux", name)
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
-	out, err := cmd.Output()
+	dir, err := stack.ModuleDir(ctx, filepath.Join(root, "test", "tools", "flux", name), "github.com/fluxcd/"+name)
 	if err != nil {
-		return "", fmt.Errorf("go mod download %s: %w", module, err)
+		return "", err
 	}
-	var m struct{ Dir string }
-	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
-		return "", fmt.Errorf("go mod download %s: no directory in %q", module, out)
-	}
-	return filepath.Join(m.Dir, "config"), nil
-}
-
-// goCommand returns the go command: from PATH, or the usual install place.
-func goCommand() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	return filepath.Join(dir, "config"), nil
 }
 
 // kustomizations are the Kustomizations of manifests/flux, in their
@@ -460,44 +421,4 @@ func waitCondition(ctx context.Context, t *testing.T, c *cluster.Cluster, name, 
 	}
 	t.Fatalf("Kustomization %s: %q, want revision %s with Ready %s", name, last, revision, status)
 	return ""
-}
-
-// exposeWeb creates the README's LoadBalancer Service web over three pause
-// pods and returns the sorted addresses of the nodes that run them, which
-// skylb publishes.
-func exposeWeb(ctx context.Context, t *testing.T, c *cluster.Cluster) []string {
-	t.Helper()
-	for _, args := range [][]string{
-		{"create", "deployment", "web", "--image=" + images.PauseRef, "--replicas=3"},
-		{"expose", "deployment", "web", "--type=LoadBalancer", "--port=80"},
-		{"rollout", "status", "deployment/web", "--timeout=2m"},
-	} {
-		if out, err := c.Kubectl(ctx, args...); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-	}
-	out, err := c.Kubectl(ctx, "get", "pods", "-l", "app=web", "-o", `jsonpath={range .items[*]}{.status.hostIP}{"\n"}{end}`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodes := strings.Fields(out)
-	slices.Sort(nodes)
-	return slices.Compact(nodes)
-}
-
-// waitAnswer waits until server answers name with exactly want (sorted A
-// records).
-func waitAnswer(ctx context.Context, t *testing.T, server, name string, want []string) {
-	t.Helper()
-	start := time.Now()
-	var last string
-	for time.Since(start) < 2*time.Minute && ctx.Err() == nil {
-		rcode, got, err := stack.Query(server, name, dns.TypeA)
-		if err == nil && rcode == dns.RcodeSuccess && slices.Equal(got, want) {
-			return
-		}
-		last = fmt.Sprintf("%s %v %v", dns.RcodeToString[rcode], got, err)
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: %s answers %s, want %v", name, server, last, want)
 }

@@ -35,11 +35,14 @@ type Options struct {
 	// kustomize-controller (SourceControllerRef, KustomizeControllerRef),
 	// from source-controller and kustomize-controller in Bin.
 	Flux bool
+	// CertManager adds the image of cert-manager's controller
+	// (CertManagerControllerRef), from cert-manager-controller in Bin.
+	CertManager bool
 }
 
 // Image is one built image.
 type Image struct {
-	Name    string   // short name: skylb, etcd, debian, coredns, pause, source-controller, kustomize-controller
+	Name    string   // short name: skylb, etcd, debian, coredns, pause, source-controller, kustomize-controller, cert-manager-controller
 	Refs    []string // the references it is tagged with
 	Tarball string   // docker-archive tarball
 }
@@ -61,8 +64,8 @@ type builder struct {
 }
 
 // Build builds (or finds in the cache) every image the manifests run, plus
-// the pause image (and Flux's controllers with Options.Flux), and returns
-// them.
+// the pause image (and Flux's controllers with Options.Flux, cert-manager's
+// with Options.CertManager), and returns them.
 func Build(ctx context.Context, o Options) ([]Image, error) {
 	if o.Root == "" {
 		return nil, fmt.Errorf("images: Options.Root is required")
@@ -89,6 +92,9 @@ func Build(ctx context.Context, o Options) ([]Image, error) {
 	makers := []func(context.Context) (*spec, error){b.pause, b.skylb, b.etcd, b.debian, b.coredns}
 	if o.Flux {
 		makers = append(makers, b.sourceController, b.kustomizeController)
+	}
+	if o.CertManager {
+		makers = append(makers, b.certManagerController)
 	}
 	var out []Image
 	for _, mk := range makers {

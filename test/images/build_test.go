@@ -134,6 +134,22 @@ func TestBuildFlux(t *testing.T) {
 	})
 }
 
+// TestBuildCertManager builds the image of Options.CertManager too and reads
+// it back. It needs bin/cert-manager-controller (scripts/build-bins.sh).
+func TestBuildCertManager(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	o := Options{Root: stack.Root(t), EtcdBin: os.Getenv("SKYLB_ETCD_BIN"), Log: testLog{t}, CertManager: true}
+	imgs, err := Build(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkImages(t, imgs[len(imgs)-1:], map[string]want{
+		"cert-manager-controller": {ref: CertManagerControllerRef, user: "1000:1000", entrypoint: []string{"/app/cmd/controller/controller"},
+			files: []string{"app/cmd/controller/controller", "etc/ssl/certs/ca-certificates.crt", "tmp/"}},
+	})
+}
+
 // layerFiles returns the tar headers of the image's layers, by name.
 func layerFiles(img v1.Image) (map[string]*tar.Header, error) {
 	layers, err := img.Layers()

@@ -21,7 +21,10 @@
 //   - with Options.Flux only, Flux's source-controller and
 //     kustomize-controller (SourceControllerRef, KustomizeControllerRef),
 //     with the layout of upstream's images, from the binaries
-//     scripts/build-bins.sh builds.
+//     scripts/build-bins.sh builds;
+//   - with Options.CertManager only, cert-manager's controller
+//     (CertManagerControllerRef), a main of test/tools/cert-manager that
+//     runs the controllers of the module's library.
 //
 // A built tarball is kept under Options.Cache, named by a hash of everything
 // that goes into it, so that a second Build only checks its inputs.
