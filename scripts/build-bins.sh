@@ -15,6 +15,8 @@
 #   cert-manager-controller                  github.com/cert-manager/cert-manager at
 #                                            the version test/tools/cert-manager/
 #                                            go.mod requires, through its main.go
+#   promtool                                 github.com/prometheus/prometheus at the
+#                                            version test/tools/prometheus/go.mod requires
 #
 # A binary is rebuilt only when its stamp file bin/.NAME.version differs from
 # what would be built now (module version, Go version, and a hash of its
@@ -38,6 +40,7 @@ BIN_DIR=${BIN_DIR:-$ROOT/bin}
 ETCD_DIR=$TOOLS/etcd
 FLUX_DIR=$TOOLS/flux
 CERT_MANAGER_DIR=$TOOLS/cert-manager
+PROMETHEUS_DIR=$TOOLS/prometheus
 
 # etcd_pinned: the etcd version etcd/kustomization.yaml pins for
 # registry.k8s.io/etcd (its tag 3.6.8-0 is etcd 3.6.8).
@@ -56,7 +59,8 @@ for dir in "$ETCD_DIR"/*/; do
 	[ "$v" = "$ETCD_VERSION" ] || ETCD_OTHERS+=("etcd-$v")
 done
 ALL=(etcd etcdctl etcdutl "${ETCD_OTHERS[@]}" kube-apiserver kube-controller-manager kube-node coredns
-	source-controller kustomize-controller cert-manager-controller)
+	source-controller kustomize-controller cert-manager-controller
+	promtool)
 # The commands kube-node runs, by the name it is called with.
 KUBE_NODE_LINKS=(kubelet kube-scheduler kube-proxy)
 
@@ -106,6 +110,7 @@ plan() {
 	coredns) module= ;;
 	source-controller | kustomize-controller) module=github.com/fluxcd/$1 ;;
 	cert-manager-controller) module=github.com/cert-manager/cert-manager ;;
+	promtool) module=github.com/prometheus/prometheus ;;
 	*)
 		echo "unknown binary '$1' (known: ${ALL[*]})" >&2
 		exit 2
@@ -136,6 +141,11 @@ plan() {
 		MODDIR=$CERT_MANAGER_DIR PKG=.
 		VERSION=$(cd "$MODDIR" && go list -m -f '{{.Version}}' "$module")
 		files=("$MODDIR/go.mod" "$MODDIR/go.sum" "$MODDIR/main.go")
+	elif [ "$module" = github.com/prometheus/prometheus ]; then
+		# Prometheus's own command, the tool of its module's go.mod.
+		MODDIR=$PROMETHEUS_DIR PKG=$module/cmd/$1
+		VERSION=$(cd "$MODDIR" && go list -m -f '{{.Version}}' "$module")
+		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
 	else
 		MODDIR=$TOOLS PKG=./cmd/$1
 		VERSION=$(tools_version "$module")
