@@ -34,6 +34,7 @@ import (
 
 	"github.com/skylb/skylb/test/cluster"
 	"github.com/skylb/skylb/test/images"
+	"github.com/skylb/skylb/test/monitoring"
 	"github.com/skylb/skylb/test/stack"
 )
 
@@ -102,6 +103,8 @@ func TestDeploy(t *testing.T) {
 			t.Errorf("the README's etcdctl get --prefix /skydns/ printed no record of web:\n%s", out)
 		}
 	})
+
+	t.Run("metrics the alerts and the dashboard use", e.metrics)
 
 	// Each case leaves the cluster as it found it.
 	t.Run("scale", e.scale)
@@ -703,6 +706,61 @@ func (e *env) hostNetwork(t *testing.T) {
 	e.kubectl(ctx, "-n", "skylb-coredns", "delete", "deployment/coredns", "service/coredns")
 	if _, ns, err := stack.Query(server, zone, dns.TypeNS); err != nil || len(ns) != len(want) {
 		t.Errorf("port 53 of %s after the Deployment went: NS %v (%v), want %d", dnsNodes[0], ns, err, len(want))
+	}
+}
+
+// activityOnly are the metric families a skylb exports only once something
+// happened: the failures of health probes, by reason.
+var activityOnly = []string{"skylb_health_probe_errors_total"}
+
+// metrics scrapes every skylb replica (through the API server's proxy) and
+// checks that each skylb metric manifests/monitoring's alerts and dashboard
+// query is exported by one of them, and that the Service skylb-metrics
+// reaches the replicas.
+func (e *env) metrics(t *testing.T) {
+	e.t = t
+	ctx := ctxT(t, time.Minute)
+	used, err := monitoring.UsedMetrics(stack.Root(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := e.pods(ctx, "app.kubernetes.io/name=skylb")
+	exported := map[string]bool{}
+	for _, p := range pods {
+		raw, err := e.kube.CoreV1().Pods("skylb").ProxyGet("http", p.Name, "8080", "/metrics", nil).DoRaw(ctx)
+		if err != nil {
+			t.Fatalf("/metrics of %s: %v", p.Name, err)
+		}
+		for _, line := range strings.Split(string(raw), "\n") {
+			if f := strings.Fields(line); len(f) >= 3 && f[0] == "#" && f[1] == "TYPE" {
+				exported[f[2]] = true
+			}
+		}
+	}
+	for _, name := range used {
+		if !exported[name] && !slices.Contains(activityOnly, name) {
+			t.Errorf("manifests/monitoring queries %s, which no skylb replica exports", name)
+		}
+	}
+	t.Logf("%d skylb metrics queried by the alerts and the dashboard, %d families exported by %d replicas", len(used), len(exported), len(pods))
+	raw, err := e.kube.CoreV1().Services("skylb").ProxyGet("http", "skylb-metrics", "http", "/metrics", nil).DoRaw(ctx)
+	if err != nil || !strings.Contains(string(raw), "skylb_build_info") {
+		t.Errorf("/metrics through the Service skylb-metrics: %v\n%.200s", err, raw)
+	}
+	eps, err := e.kube.DiscoveryV1().EndpointSlices("skylb").List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=skylb-metrics"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := 0
+	for _, s := range eps.Items {
+		for _, ep := range s.Endpoints {
+			if ep.Conditions.Ready != nil && *ep.Conditions.Ready {
+				ready++
+			}
+		}
+	}
+	if ready != len(pods) {
+		t.Errorf("Got %d ready endpoints of the Service skylb-metrics, want the %d replicas", ready, len(pods))
 	}
 }
 
