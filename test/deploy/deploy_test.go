@@ -341,7 +341,14 @@ func (e *env) scale(t *testing.T) {
 // not being deleted.
 func (e *env) pods(ctx context.Context, selector string) []corev1.Pod {
 	e.t.Helper()
-	list, err := e.kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: selector})
+	return e.podsIn(ctx, "default", selector)
+}
+
+// podsIn returns the pods of namespace that selector selects, but those
+// being deleted.
+func (e *env) podsIn(ctx context.Context, namespace, selector string) []corev1.Pod {
+	e.t.Helper()
+	list, err := e.kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -724,7 +731,7 @@ func (e *env) metrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods := e.pods(ctx, "app.kubernetes.io/name=skylb")
+	pods := e.podsIn(ctx, "skylb", "app.kubernetes.io/name=skylb")
 	exported := map[string]bool{}
 	for _, p := range pods {
 		raw, err := e.kube.CoreV1().Pods("skylb").ProxyGet("http", p.Name, "8080", "/metrics", nil).DoRaw(ctx)
