@@ -81,16 +81,19 @@ func TestPrintDelegationFromFlags(t *testing.T) {
 	}
 }
 
-// TestREADMEFlags checks the README's flag table against the command line:
-// every flag of every command is listed, and every flag listed exists.
-func TestREADMEFlags(t *testing.T) {
-	b, err := os.ReadFile("README.md")
+// flagsPage is the page whose Flags table lists every flag of every command.
+const flagsPage = "manifests/README.md"
+
+// TestFlagsTable checks the Flags table of flagsPage against the command
+// line: every flag of every command is listed, and every flag listed exists.
+func TestFlagsTable(t *testing.T) {
+	b, err := os.ReadFile(flagsPage)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, table, ok := strings.Cut(string(b), "\n## Flags\n")
 	if !ok {
-		t.Fatal("README.md has no Flags section")
+		t.Fatalf("%s has no Flags section", flagsPage)
 	}
 	table, _, _ = strings.Cut(table, "\n## ")
 	listed := make(map[string]bool)
@@ -106,12 +109,12 @@ func TestREADMEFlags(t *testing.T) {
 	}
 	for name := range defined {
 		if !listed[name] {
-			t.Errorf("flag --%s is not in the README's Flags table", name)
+			t.Errorf("flag --%s is not in the Flags table of %s", name, flagsPage)
 		}
 	}
 	for name := range listed {
 		if !defined[name] {
-			t.Errorf("README's Flags table lists --%s, which is not a flag", name)
+			t.Errorf("the Flags table of %s lists --%s, which is not a flag", flagsPage, name)
 		}
 	}
 }

@@ -53,10 +53,11 @@ step "end-to-end tests on the local stack"
 go test -count=1 -p 1 -timeout 20m $(go list ./test/... | grep -v -e '/test/chaos$' -e '/test/cluster$' -e '/test/deploy$' -e '/test/flux$' -e '/test/certmanager$')
 
 step "real cluster (three kubelet nodes)"
-# containerd, kubelets and kube-proxy in network and mount namespaces of
-# their own (root only; the tests skip otherwise): the cluster itself, the
-# README's deployment in it, then the same with Flux's controllers, then with
-# cert-manager's certificates, one after the other (one cluster at a time).
+# containerd, kubelets and kube-proxy in network and mount namespaces of their
+# own (root only; the tests skip otherwise): the cluster itself, the
+# deployment of manifests/README.md in it, then the same with Flux's
+# controllers, then with cert-manager's certificates, one after the other (one
+# cluster at a time).
 go test -count=1 -p 1 -timeout 30m -v ./test/cluster ./test/deploy ./test/flux ./test/certmanager
 
 step "fault injection (three-member etcd cluster)"

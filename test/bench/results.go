@@ -219,7 +219,7 @@ func (r *results) checkTargets() {
 	}
 }
 
-// markdown renders the results as the README's table.
+// markdown renders the results as the table of scripts/README.md.
 func (r *results) markdown() string {
 	var b strings.Builder
 	row := func(cells ...string) { b.WriteString("| " + strings.Join(cells, " | ") + " |\n") }

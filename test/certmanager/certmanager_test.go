@@ -1,13 +1,14 @@
 // Package certmanager runs cert-manager's controller (v1.21.2, built by
 // scripts/build-bins.sh from test/tools/cert-manager) in the real three-node
-// cluster of test/cluster, installed from the module's CRDs and testdata/install
-// (namespace, least-privilege RBAC and Deployment after upstream's chart).
-// Then it deploys skylb as the README says with cert-manager: overlays of
-// etcd, coredns and manifests with their cert-manager components, written as a
-// user would. It proves that cert-manager issues every certificate, that etcd
-// serves mutual TLS with them, and that renewed certificates are picked up:
-// by etcd and skylb by themselves, by CoreDNS after a rollout restart, while
-// a name is asked through the NodePort all along.
+// cluster of test/cluster, installed from the module's CRDs and
+// testdata/install (namespace, least-privilege RBAC and Deployment after
+// upstream's chart). Then it deploys skylb as manifests/README.md says with
+// cert-manager: overlays of etcd, coredns and manifests with their
+// cert-manager components, written as a user would. It proves that
+// cert-manager issues every certificate, that etcd serves mutual TLS with
+// them, and that renewed certificates are picked up: by etcd and skylb by
+// themselves, by CoreDNS after a rollout restart, while a name is asked
+// through the NodePort all along.
 package certmanager
 
 import (
@@ -183,7 +184,7 @@ func renew(ctx context.Context, t *testing.T, c *cluster.Cluster, server string,
 	cluster.WaitAnswer(ctx, t, server, "web-renewed.default."+zone, want)
 	t.Logf("measure: skylb's connections to etcd cut after the renewal -> a new Service's name answers in %v", time.Since(t1).Round(100*time.Millisecond))
 
-	// CoreDNS reads its certificate at start only: the README's restart.
+	// CoreDNS reads its certificate at start only: the deployment page's restart.
 	t1 = time.Now()
 	t.Logf("CoreDNS restarted %v after the renewal was triggered", t1.Sub(t0).Round(100*time.Millisecond))
 	kubectl(ctx, t, c, "-n", "skylb-coredns", "rollout", "restart", "deployment/coredns")
@@ -205,9 +206,9 @@ func renew(ctx context.Context, t *testing.T, c *cluster.Cluster, server string,
 	}
 }
 
-// deploy applies the README's deployment with cert-manager: the overlays of
-// etcd, coredns and manifests with their cert-manager components, in the
-// README's order, each waited for as the README says.
+// deploy applies the deployment of manifests/README.md with cert-manager: the
+// overlays of etcd, coredns and manifests with their cert-manager components,
+// in the page's order, each waited for as the page says.
 func deploy(ctx context.Context, t *testing.T, c *cluster.Cluster, root string) {
 	t.Helper()
 	dir := t.TempDir()

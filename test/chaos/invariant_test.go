@@ -59,7 +59,8 @@ func storedPath(name string) string {
 
 // recordKey returns the key of a record of name with host: skylb names it
 // after its owner id and the first 12 hex digits of the SHA-256 of the host,
-// so that keys are stable and owners never collide (README, "Records in etcd").
+// so that keys are stable and owners never collide (etcd/README.md, "Records
+// in etcd").
 func recordKey(name, host string) string {
 	sum := sha256.Sum256([]byte(host))
 	return storedPath(name) + "/" + owner + "-" + hex.EncodeToString(sum[:])[:12]

@@ -17,8 +17,8 @@ import (
 // DNSNodePort is CoreDNS's NodePort (coredns/deploy/service.yaml).
 const DNSNodePort = 30053
 
-// ExposeWeb creates the README's LoadBalancer Service web over three pause
-// pods in the namespace default and returns the sorted addresses of the
+// ExposeWeb creates manifests/README.md's LoadBalancer Service web over three
+// pause pods in the namespace default and returns the sorted addresses of the
 // nodes that run them, which skylb publishes.
 func (c *Cluster) ExposeWeb(ctx context.Context, t testing.TB) []string {
 	t.Helper()

@@ -2,8 +2,8 @@
 // three-node Kubernetes cluster (test/cluster: kubelets with containerd and
 // runc, the CNI bridge and kube-proxy, in network namespaces of their own),
 // with the images the manifests name (test/images), it runs the commands of
-// the README's "Deploy to a cluster" as written, then changes the cluster
-// under skylb and measures how the answers follow.
+// "Deploy to a cluster" in manifests/README.md as written, then changes the
+// cluster under skylb and measures how the answers follow.
 package deploy
 
 import (
@@ -46,14 +46,14 @@ const (
 )
 
 // env is what a test of the deployment shares: the cluster, a client, and
-// the copy of the repository the README's commands run in.
+// the copy of the repository the deployment page's commands run in.
 type env struct {
 	t       *testing.T
 	c       *cluster.Cluster
 	kube    kubernetes.Interface
 	work    string
 	bin     string
-	outputs map[string]string // README command -> its output
+	outputs map[string]string // deployment page command -> its output
 	bg      []*exec.Cmd
 }
 
@@ -79,7 +79,7 @@ func TestDeploy(t *testing.T) {
 	applied := e.followReadme(ctx, root)
 	want := e.webNodes(ctx, "app=web")
 	e.waitAnswer(ctx, 2*time.Minute, webName, want)
-	t.Logf("measure: first kubectl apply -> %s answers %v: %v (the README's steps, as fast as they run)", webName, want, time.Since(applied).Round(time.Second))
+	t.Logf("measure: first kubectl apply -> %s answers %v: %v (the deployment page's steps, as fast as they run)", webName, want, time.Since(applied).Round(time.Second))
 
 	t.Run("EXTERNAL-IP", func(t *testing.T) {
 		out, err := c.Kubectl(ctx, "get", "service", "web", "-o", "jsonpath={.status.loadBalancer.ingress[*].ip}")
@@ -92,7 +92,7 @@ func TestDeploy(t *testing.T) {
 			t.Errorf("Got EXTERNAL-IP %v, want %v", got, want)
 		}
 	})
-	t.Run("etcdctl as the README shows", func(t *testing.T) {
+	t.Run("etcdctl as the deployment page shows", func(t *testing.T) {
 		var out string
 		for cmd, o := range e.outputs {
 			if strings.HasPrefix(cmd, "etcdctl ") && strings.Contains(cmd, "get --prefix /skydns/") {
@@ -100,7 +100,7 @@ func TestDeploy(t *testing.T) {
 			}
 		}
 		if !strings.Contains(out, "/skydns/org/example/default/web/") {
-			t.Errorf("the README's etcdctl get --prefix /skydns/ printed no record of web:\n%s", out)
+			t.Errorf("the deployment page's etcdctl get --prefix /skydns/ printed no record of web:\n%s", out)
 		}
 	})
 
@@ -116,9 +116,9 @@ func TestDeploy(t *testing.T) {
 	t.Run("memory", e.memory)
 }
 
-// copyRepo copies the files git tracks to a new directory: the README's
-// commands write certificates beside the manifests, as they would in a
-// user's checkout.
+// copyRepo copies the files git tracks to a new directory: the deployment
+// page's commands write certificates beside the manifests, as they would in
+// a user's checkout.
 func copyRepo(t *testing.T, root string) string {
 	t.Helper()
 	dst := t.TempDir()
@@ -146,7 +146,7 @@ func copyRepo(t *testing.T, root string) string {
 	return dst
 }
 
-// followReadme runs every command of the README's deployment steps, in
+// followReadme runs every command of the deployment page's steps, in
 // order, and returns when the first "kubectl apply" started.
 func (e *env) followReadme(ctx context.Context, root string) time.Time {
 	t := e.t
@@ -171,7 +171,7 @@ func (e *env) followReadme(ctx context.Context, root string) time.Time {
 			// A command right after one sent to the background (a port-forward)
 			// is tried again while that one starts, and so is a DNS query, which
 			// kube-proxy may refuse for a moment after the pods are ready (the
-			// README says so): as a user would.
+			// deployment page says so): as a user would.
 			retry := time.Duration(0)
 			if afterBackground || strings.HasPrefix(cmd, "dig ") {
 				retry = 30 * time.Second
@@ -179,11 +179,11 @@ func (e *env) followReadme(ctx context.Context, root string) time.Time {
 			afterBackground = false
 			out, err := e.shell(ctx, cmd, retry)
 			if err != nil {
-				t.Fatalf("README step %q: %s: %v\n%s", s.Title, cmd, err, out)
+				t.Fatalf("deployment step %q: %s: %v\n%s", s.Title, cmd, err, out)
 			}
 			e.outputs[cmd] = out
 		}
-		t.Logf("measure: README step %q: %d commands in %v", s.Title, len(s.Commands), time.Since(t0).Round(time.Second))
+		t.Logf("measure: deployment step %q: %d commands in %v", s.Title, len(s.Commands), time.Since(t0).Round(time.Second))
 	}
 	return applied
 }
@@ -512,10 +512,10 @@ func (e *env) etcdPods(ctx context.Context) map[string]corev1.Pod {
 	return out
 }
 
-// etcdClient connects to the etcd members with the client certificate of
-// user (in skylb-certs, from the README's step 2). The host cannot resolve
-// the members' names (etcd-0.etcd.skylb-dns.svc, in their certificate), so
-// they are dialled at their pods' addresses.
+// etcdClient connects to the etcd members with the client certificate of user
+// (in skylb-certs, from the deployment page's step 2). The host cannot
+// resolve the members' names (etcd-0.etcd.skylb-dns.svc, in their
+// certificate), so they are dialled at their pods' addresses.
 func (e *env) etcdClient(t *testing.T, user string) *clientv3.Client {
 	t.Helper()
 	certs := filepath.Join(e.work, "skylb-certs")
@@ -660,7 +660,7 @@ func (e *env) etcdLeaderDeleted(t *testing.T) {
 }
 
 // hostNetwork adds the component deploy/hostnetwork in an overlay of coredns/,
-// as the README says, labels two nodes and asks them on port 53.
+// as the deployment page says, labels two nodes and asks them on port 53.
 func (e *env) hostNetwork(t *testing.T) {
 	e.t = t
 	ctx := ctxT(t, 5*time.Minute)
@@ -708,8 +708,8 @@ func (e *env) hostNetwork(t *testing.T) {
 	if _, got, err := stack.Query(server, webName, dns.TypeA); err != nil || !slices.Equal(got, e.webNodes(ctx, "app=web")) {
 		t.Errorf("port 53 of %s: %s answers %v (%v)", dnsNodes[0], webName, got, err)
 	}
-	// The README's next command: the Deployment and the NodePort go, port 53
-	// and the nameservers stay.
+	// The deployment page's next command: the Deployment and the NodePort go,
+	// port 53 and the nameservers stay.
 	e.kubectl(ctx, "-n", "skylb-coredns", "delete", "deployment/coredns", "service/coredns")
 	if _, ns, err := stack.Query(server, zone, dns.TypeNS); err != nil || len(ns) != len(want) {
 		t.Errorf("port 53 of %s after the Deployment went: NS %v (%v), want %d", dnsNodes[0], ns, err, len(want))

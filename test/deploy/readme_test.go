@@ -11,26 +11,28 @@ import (
 	"github.com/skylb/skylb/test/stack"
 )
 
-// step is one numbered step of the README's "Deploy to a cluster", with the
+// step is one numbered step of "Deploy to a cluster" in deployPage, with the
 // commands of its sh blocks, in order.
 type step struct {
 	Title    string
 	Commands []string
 }
 
-// deploySection is the README section the test follows, and lastStep the
-// title prefix of the first step it does not (Flux has its own test).
+// deployPage is the page, relative to the repository's root, whose section
+// deploySection the test follows, and lastStep the title prefix of the first
+// step it does not (Flux has its own test).
 const (
+	deployPage    = "manifests/README.md"
 	deploySection = "## Deploy to a cluster"
 	lastStep      = "### 7."
 )
 
 // readmeSteps returns the steps of "Deploy to a cluster" up to, not
 // including, lastStep: the commands of their ```sh blocks, with continued
-// lines joined. The test runs exactly these, so the README cannot drift from
+// lines joined. The test runs exactly these, so the page cannot drift from
 // what is proven.
 func readmeSteps(root string) ([]step, error) {
-	f, err := os.Open(filepath.Join(root, "README.md"))
+	f, err := os.Open(filepath.Join(root, deployPage))
 	if err != nil {
 		return nil, err
 	}
@@ -78,12 +80,12 @@ func readmeSteps(root string) ([]step, error) {
 		return nil, err
 	}
 	if !inSection {
-		return nil, fmt.Errorf("README.md has no section %q", deploySection)
+		return nil, fmt.Errorf("%s has no section %q", deployPage, deploySection)
 	}
 	return steps, nil
 }
 
-// TestReadmeSteps pins what the cluster test takes from the README: the
+// TestReadmeSteps pins what the cluster test takes from deployPage: the
 // steps that deploy, each with commands, and the commands users rely on.
 func TestReadmeSteps(t *testing.T) {
 	root := stack.Root(t)
@@ -108,7 +110,7 @@ func TestReadmeSteps(t *testing.T) {
 			found = found || strings.HasPrefix(c, want)
 		}
 		if !found {
-			t.Errorf("README deployment steps lack %q; they have:\n%s", want, strings.Join(all, "\n"))
+			t.Errorf("deployment steps of %s lack %q; they have:\n%s", deployPage, want, strings.Join(all, "\n"))
 		}
 	}
 }

@@ -4,7 +4,7 @@
 // controllers' modules (config/ of github.com/fluxcd/NAME at the version
 // test/tools/flux/NAME/go.mod requires), with the images test/images builds
 // from the binaries of scripts/build-bins.sh. Then it deploys skylb the way
-// the README's "With Flux" does: the Secrets of scripts/gen-certs.sh
+// manifests/README.md's "With Flux" does: the Secrets of scripts/gen-certs.sh
 // --secrets, and manifests/flux, its GitRepository pointed at the commit
 // checked out, served over Git's smart HTTP protocol by the test.
 package flux
@@ -100,10 +100,11 @@ type fleet struct {
 const fleetPath = "clusters/lab"
 
 // deploy commits manifests/flux into the fleet repository, applies the
-// objects `flux bootstrap` would, after the Secrets the README's Flux
-// section asks for, and waits until the Kustomizations are Ready in order
-// and the name of a LoadBalancer Service answers through the NodePort. It
-// returns the answer: the addresses of the nodes that run the Service's pods.
+// objects `flux bootstrap` would, after the Secrets the Flux step of
+// manifests/README.md asks for, and waits until the Kustomizations are Ready
+// in order and the name of a LoadBalancer Service answers through the
+// NodePort. It returns the answer: the addresses of the nodes that run the
+// Service's pods.
 func (f *fleet) deploy(ctx context.Context, t *testing.T, root string) []string {
 	dst := filepath.Join(f.config.work, fleetPath)
 	if err := os.CopyFS(dst, os.DirFS(filepath.Join(root, "manifests", "flux"))); err != nil {
@@ -149,7 +150,7 @@ func (f *fleet) deploy(ctx context.Context, t *testing.T, root string) []string 
 	return want
 }
 
-// changeZone commits a new zone in settings.yaml, as the README says to,
+// changeZone commits a new zone in settings.yaml, as manifests/README.md says,
 // and measures the time from the push to the new name's answer: the
 // ConfigMap reaches CoreDNS and skylb, whose pods roll.
 func (f *fleet) changeZone(ctx context.Context, t *testing.T, want []string) {

@@ -147,7 +147,7 @@ func TestEveryAlertTested(t *testing.T) {
 		}
 	}
 	if len(alerts) < 8 {
-		t.Errorf("Got %d alerts, want at least the 8 conditions the README names", len(alerts))
+		t.Errorf("Got %d alerts, want at least the 8 conditions manifests/README.md names", len(alerts))
 	}
 }
 
