@@ -232,6 +232,7 @@ func (e *env) startCoreDNS(t *testing.T, ctx context.Context, name, addr string)
 		"SKYLB_ETCD_KEY":      filepath.Join(e.st.Certs, "coredns.key"),
 		"SKYLB_ETCD_CA":       filepath.Join(e.st.Certs, "ca.crt"),
 		"SKYLB_HEALTH_ADDR":   ports[0], "SKYLB_READY_ADDR": ports[1], "SKYLB_METRICS_ADDR": ports[2],
+		"SKYLB_DNS_LAMEDUCK": "0s",
 		// CoreDNS caps the TTL of its answers at its cache time: with the
 		// cache as long as skylb's TTL, resolvers see skylb's TTL.
 		"SKYLB_DNS_CACHE_TTL": fmt.Sprint(ttl),

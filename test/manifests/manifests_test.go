@@ -1526,6 +1526,7 @@ func coreDNS(ctx context.Context, t *testing.T, s *stack.Stack, bin string, rr *
 		"SKYLB_ETCD_CERT":     filepath.Join(s.Certs, "coredns.crt"),
 		"SKYLB_ETCD_KEY":      filepath.Join(s.Certs, "coredns.key"),
 		"SKYLB_HEALTH_ADDR":   fmt.Sprintf("127.0.0.1:%d", health),
+		"SKYLB_DNS_LAMEDUCK":  "0s",
 		"SKYLB_READY_ADDR":    fmt.Sprintf("127.0.0.1:%d", ready),
 		"SKYLB_METRICS_ADDR":  fmt.Sprintf("127.0.0.1:%d", metrics),
 	}

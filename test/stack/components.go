@@ -135,6 +135,7 @@ func (s *Stack) corednsSpec(corefile string, cacheTTL, dns, health, ready, metri
 			"SKYLB_ETCD_KEY=" + filepath.Join(s.Certs, "coredns.key"),
 			"SKYLB_ETCD_CA=" + filepath.Join(s.Certs, "ca.crt"),
 			fmt.Sprintf("SKYLB_HEALTH_ADDR=127.0.0.1:%d", health),
+			"SKYLB_DNS_LAMEDUCK=0s",
 			fmt.Sprintf("SKYLB_READY_ADDR=127.0.0.1:%d", ready),
 			fmt.Sprintf("SKYLB_METRICS_ADDR=127.0.0.1:%d", metrics),
 		},
