@@ -383,6 +383,13 @@ func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *cont
 			}
 			return out
 		})
+	m.Gauge("skylb_last_sync_timestamp_seconds", "When this replica last found etcd as it wants it, or left it so (Unix time); 0 before the first time. A leader does so at least every --resync-interval.",
+		func() float64 {
+			if t := pub.Stats().LastSync; !t.IsZero() {
+				return float64(t.UnixNano()) / 1e9
+			}
+			return 0
+		})
 	m.Gauge("skylb_etcd_reachable", "1 while the connection to etcd is up.", func() float64 {
 		return float64(boolInt(pub.Reachable()))
 	})

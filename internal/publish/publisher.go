@@ -121,6 +121,11 @@ type Stats struct {
 	// full (NOSPACE); NoSpace is true while the latest one was.
 	NoSpaceErrors int64
 	NoSpace       bool
+	// LastSync is when a flush last found etcd as skylb wants it, or left
+	// it so; zero before the first. A writing Publisher flushes at least at
+	// every Resync, so a LastSync older than a few resync periods means
+	// writes fail or never run.
+	LastSync time.Time
 }
 
 // entry is a key of skylb's in the view, or a tombstone of one it deleted.
@@ -234,6 +239,7 @@ type Publisher struct {
 	refused, leasesLost                atomic.Int64
 	noSpaceErrs                        atomic.Int64
 	noSpace                            atomic.Bool
+	lastSync                           atomic.Int64         // unix nanoseconds; see Stats.LastSync
 	since                              map[string]time.Time // dirty name -> when its change was observed
 
 	// Claims of the clusters sharing the etcd (see claims.go).
@@ -409,7 +415,16 @@ func (p *Publisher) Stats() Stats {
 		Relists: p.relists.Load(), HeldDeletes: p.held.Load(),
 		Refused: p.refused.Load(), LeasesLost: p.leasesLost.Load(),
 		NoSpaceErrors: p.noSpaceErrs.Load(), NoSpace: p.noSpace.Load(),
+		LastSync: lastSync(p.lastSync.Load()),
 	}
+}
+
+// lastSync is the time of unix nanoseconds ns, zero for 0.
+func lastSync(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // markLocked marks a name changed by an object or by someone editing etcd.
@@ -565,7 +580,12 @@ func (p *Publisher) ops(c *change, ops []clientv3.Op, cmps []clientv3.Cmp) ([]cl
 // flush writes every dirty name. Names whose writes fail stay dirty.
 func (p *Publisher) flush(ctx context.Context) error {
 	p.mu.Lock()
-	if !p.loaded || !p.complete || !p.active || len(p.dirty) == 0 || p.awaitingLeaseLocked() {
+	if !p.loaded || !p.complete || !p.active || p.awaitingLeaseLocked() {
+		p.mu.Unlock()
+		return nil
+	}
+	if len(p.dirty) == 0 {
+		p.lastSync.Store(time.Now().UnixNano())
 		p.mu.Unlock()
 		return nil
 	}
@@ -644,6 +664,9 @@ func (p *Publisher) flush(ctx context.Context) error {
 	wg.Wait()
 	p.mu.Lock()
 	p.flushing = false
+	if failed == nil {
+		p.lastSync.Store(time.Now().UnixNano())
+	}
 	if len(p.dirty) > 0 && failed == nil {
 		p.poke()
 	}

@@ -324,6 +324,35 @@ func TestEtcdDownThenBack(t *testing.T) {
 	t.Logf("converged %v after etcd returned", time.Since(back).Round(time.Millisecond))
 }
 
+// TestLastSync follows Stats.LastSync: zero until the first flush of a
+// complete desired state, set by it, unchanged while etcd refuses writes,
+// and set again once they succeed.
+func TestLastSync(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	p := start(t, c)
+	a := rec("web.example.org", "192.0.2.1")
+	p.Set("web.example.org", publish.Want{Records: []skydns.Record{a}})
+	if got := p.Stats().LastSync; !got.IsZero() {
+		t.Errorf("LastSync = %v before Complete, want zero", got)
+	}
+	p.Complete()
+	waitIdle(t, p)
+	synced := p.Stats().LastSync
+	if synced.IsZero() {
+		t.Fatal("LastSync is zero after the first flush")
+	}
+
+	srv.Stop()
+	p.Set("api.example.org", publish.Want{Records: []skydns.Record{rec("api.example.org", "192.0.2.2")}})
+	eventually(t, "an etcd error counted while etcd is down", func() bool { return p.Stats().TxnErrors > 0 })
+	if got := p.Stats().LastSync; !got.Equal(synced) {
+		t.Errorf("LastSync = %v after a failed flush, want it unchanged: %v", got, synced)
+	}
+	srv.Restart()
+	eventually(t, "LastSync after etcd returns", func() bool { return p.Stats().LastSync.After(synced) })
+}
+
 func TestMassDeletionIsHeld(t *testing.T) {
 	srv := etcdtest.Start(t)
 	c := srv.NewClient(t)
