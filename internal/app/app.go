@@ -3,12 +3,14 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -367,11 +369,15 @@ func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *cont
 		}
 		return 0
 	})
-	m.Vec("skylb_address_healthy", "1 while an address passes its health check, by published name and address.", prometheus.GaugeValue,
+	m.Vec("skylb_address_healthy", fmt.Sprintf("1 while an address passes its health check, by published name and address; at most %d series, the failing ones first.", maxAddressSeries), prometheus.GaugeValue,
 		[]string{"name", "address"}, func() map[string]float64 {
-			out := map[string]float64{}
-			for t, ok := range ctrl.HealthStates() {
-				out[t.Spec.Host+metrics.LabelSep+t.String()] = float64(boolInt(ok))
+			return addressSeries(ctrl.HealthStates(), maxAddressSeries)
+		})
+	m.Vec("skylb_addresses_checked", "Addresses under health checks, by state (healthy, unhealthy).", prometheus.GaugeValue,
+		[]string{"state"}, func() map[string]float64 {
+			out := map[string]float64{"healthy": 0, "unhealthy": 0}
+			for _, ok := range ctrl.HealthStates() {
+				out[map[bool]string{true: "healthy", false: "unhealthy"}[ok]]++
 			}
 			return out
 		})
@@ -393,6 +399,34 @@ func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *cont
 	m.Gauge("skylb_etcd_reachable", "1 while the connection to etcd is up.", func() float64 {
 		return float64(boolInt(pub.Reachable()))
 	})
+}
+
+// maxAddressSeries bounds skylb_address_healthy: with --address-source=pods
+// every pod address of every checked object would be a series.
+const maxAddressSeries = 500
+
+// addressSeries returns the series of skylb_address_healthy for states: at
+// most limit of them, the failing addresses first, then by name and address.
+func addressSeries(states map[health.Target]bool, limit int) map[string]float64 {
+	type series struct {
+		key string
+		ok  bool
+	}
+	all := make([]series, 0, len(states))
+	for t, ok := range states {
+		all = append(all, series{t.Spec.Host + metrics.LabelSep + t.String(), ok})
+	}
+	slices.SortFunc(all, func(a, b series) int {
+		if a.ok != b.ok {
+			return cmp.Compare(boolInt(a.ok), boolInt(b.ok))
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	out := make(map[string]float64, min(len(all), limit))
+	for _, s := range all[:min(len(all), limit)] {
+		out[s.key] = float64(boolInt(s.ok))
+	}
+	return out
 }
 
 func boolInt(b bool) int {

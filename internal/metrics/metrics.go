@@ -1,6 +1,7 @@
-// Package metrics defines skylb's Prometheus metrics, all named skylb_*. The
-// histograms are observed by the code that measures them; everything else is read
-// from the components' own counters at scrape time.
+// Package metrics defines skylb's Prometheus metrics, named skylb_*, and
+// exports client-go's own (workqueue_*, rest_client_*). The histograms are
+// observed by the code that measures them; everything else is read from the
+// components' own counters at scrape time.
 package metrics
 
 import (
@@ -50,6 +51,7 @@ func New(version string) *Metrics {
 	buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	m.Registry.MustRegister(m.ReconcileDuration, m.Propagation, m.ProbeDuration, m.ProbeErrors, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Registry.MustRegister(clientGoCollectors()...)
 	return m
 }
 
