@@ -439,11 +439,13 @@ func TestValuesReachTheObjects(t *testing.T) {
 		}
 	})
 
-	t.Run("zone and owner id only by their values", func(t *testing.T) {
+	t.Run("values refused", func(t *testing.T) {
 		for set, want := range map[string]string{
 			"settings.zone=a.example.net": "settings.zone: set it with the value zone or ownerId",
 			"settings.owner-id=east":      "settings.owner-id: set it with the value zone or ownerId",
-			"zone=":                       "zone is required",
+			"zone=":                       "at '/zone'",
+			"replicas=two":                "at '/replicas': got string, want integer",
+			"image.pullpolicy=Always":     "additional properties 'pullpolicy' not allowed",
 		} {
 			_, err := output(root, helm(t, root), "template", "skylb", "manifests/chart", "--set", set)
 			if err == nil || !strings.Contains(err.Error(), want) {
