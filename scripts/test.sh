@@ -50,14 +50,15 @@ done
 step "end-to-end tests on the local stack"
 # One package at a time: each starts its own stack. The fault-injection suite
 # and the real cluster run next, each on its own.
-go test -count=1 -p 1 -timeout 20m $(go list ./test/... | grep -v -e '/test/chaos$' -e '/test/cluster$' -e '/test/deploy$' -e '/test/flux$' -e '/test/certmanager$')
+go test -count=1 -p 1 -timeout 20m $(go list ./test/... | grep -v -e '/test/chaos$' -e '/test/cluster$' -e '/test/deploy$' -e '/test/flux$' -e '/test/certmanager$' -e '/test/chart$')
 
 step "real cluster (three kubelet nodes)"
 # containerd, kubelets and kube-proxy in network and mount namespaces of
 # their own (root only; the tests skip otherwise): the cluster itself, the
 # README's deployment in it, then the same with Flux's controllers, then with
-# cert-manager's certificates, one after the other (one cluster at a time).
-go test -count=1 -p 1 -timeout 30m -v ./test/cluster ./test/deploy ./test/flux ./test/certmanager
+# cert-manager's certificates, then with the Helm chart (whose other tests,
+# the renders, need no root), one after the other (one cluster at a time).
+go test -count=1 -p 1 -timeout 30m -v ./test/cluster ./test/deploy ./test/flux ./test/certmanager ./test/chart
 
 step "fault injection (three-member etcd cluster)"
 scripts/chaos.sh
