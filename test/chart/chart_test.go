@@ -185,7 +185,7 @@ func same(t *testing.T, chart, kust map[string]object) {
 		}
 	}
 	if len(chart) < 8 {
-		t.Errorf("the chart rendered %d objects, want at least 8", len(chart))
+		t.Errorf("Got %d objects from the chart, want at least 8", len(chart))
 	}
 }
 
@@ -233,7 +233,7 @@ func TestMonitoringIsTheComponent(t *testing.T) {
 	same(t, chart, withoutNamespace(t, kustomize(t, root, dir)))
 	for _, k := range []string{"ServiceMonitor skylb/skylb", "PrometheusRule skylb/skylb", "ConfigMap skylb/skylb-dashboard"} {
 		if _, ok := chart[k]; !ok {
-			t.Errorf("monitoring.enabled: no %s", k)
+			t.Errorf("Got no %s with monitoring.enabled, want it", k)
 		}
 	}
 }
@@ -312,13 +312,13 @@ func TestValuesReachTheObjects(t *testing.T) {
 			"--set", "extraEnv[0].name=SKYLB_TTL", "--set-string", "extraEnv[0].value=60")
 		c := container(t, objs, deploy)
 		if n := len(c.Args); n < 2 || !slices.Equal(c.Args[n-2:], []string{"--log-level=debug", "--source=services"}) {
-			t.Errorf("args %q: want --log-level=debug --source=services last", c.Args)
+			t.Errorf("Got args %q, want --log-level=debug --source=services last", c.Args)
 		}
 		want := []corev1.EnvVar{{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{
 			ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory"}}},
 			{Name: "SKYLB_TTL", Value: "60"}}
 		if d := cmp.Diff(want, c.Env); d != "" {
-			t.Errorf("env (-want +got):\n%s", d)
+			t.Errorf("Got env (-want +got):\n%s", d)
 		}
 	})
 
@@ -328,16 +328,16 @@ func TestValuesReachTheObjects(t *testing.T) {
 			"--set", "resources.limits.memory=1Gi", "--set", "resources.requests.cpu=100m")
 		c := container(t, objs, deploy)
 		if c.ImagePullPolicy != corev1.PullAlways {
-			t.Errorf("imagePullPolicy %q, want Always", c.ImagePullPolicy)
+			t.Errorf("Got imagePullPolicy %q, want Always", c.ImagePullPolicy)
 		}
 		if got := c.Resources.Limits.Memory().String(); got != "1Gi" {
-			t.Errorf("memory limit %s, want 1Gi", got)
+			t.Errorf("Got memory limit %s, want 1Gi", got)
 		}
 		if got := c.Resources.Requests.Cpu().String(); got != "100m" {
-			t.Errorf("cpu request %s, want 100m", got)
+			t.Errorf("Got cpu request %s, want 100m", got)
 		}
 		if got := c.Resources.Requests.Memory().String(); got != "96Mi" {
-			t.Errorf("memory request %s, want the default 96Mi", got)
+			t.Errorf("Got memory request %s, want the default 96Mi", got)
 		}
 	})
 
@@ -352,12 +352,12 @@ func TestValuesReachTheObjects(t *testing.T) {
 			"--nameserver-selector=app.kubernetes.io/name=coredns",
 		} {
 			if !slices.Contains(c.Args, want) {
-				t.Errorf("args %q: no %s", c.Args, want)
+				t.Errorf("Got args %q, want %s among them", c.Args, want)
 			}
 		}
 		d := as[appsv1.Deployment](t, objs, deploy)
 		if s := d.Spec.Template.Spec.Volumes[0].Secret; s == nil || s.SecretName != "dns-etcd-client" {
-			t.Errorf("volume %+v: want the Secret dns-etcd-client", d.Spec.Template.Spec.Volumes[0])
+			t.Errorf("Got volume %+v, want the Secret dns-etcd-client", d.Spec.Template.Spec.Volumes[0])
 		}
 	})
 
@@ -370,19 +370,19 @@ func TestValuesReachTheObjects(t *testing.T) {
 			"--set", "imagePullSecrets[0].name=mirror")
 		spec := as[appsv1.Deployment](t, objs, deploy).Spec.Template
 		if _, ok := spec.Spec.NodeSelector["node-role.kubernetes.io/dns"]; !ok {
-			t.Errorf("nodeSelector %v", spec.Spec.NodeSelector)
+			t.Errorf("Got nodeSelector %v, want node-role.kubernetes.io/dns", spec.Spec.NodeSelector)
 		}
 		if len(spec.Spec.Tolerations) != 1 || spec.Spec.Tolerations[0].Key != "dns" {
-			t.Errorf("tolerations %+v", spec.Spec.Tolerations)
+			t.Errorf("Got tolerations %+v, want one of key dns", spec.Spec.Tolerations)
 		}
 		if spec.Spec.PriorityClassName != "system-cluster-critical" {
-			t.Errorf("priorityClassName %q", spec.Spec.PriorityClassName)
+			t.Errorf("Got priorityClassName %q, want system-cluster-critical", spec.Spec.PriorityClassName)
 		}
 		if spec.Annotations["example.net/team"] != "dns" {
-			t.Errorf("pod annotations %v", spec.Annotations)
+			t.Errorf("Got pod annotations %v, want example.net/team=dns", spec.Annotations)
 		}
 		if len(spec.Spec.ImagePullSecrets) != 1 || spec.Spec.ImagePullSecrets[0].Name != "mirror" {
-			t.Errorf("imagePullSecrets %+v", spec.Spec.ImagePullSecrets)
+			t.Errorf("Got imagePullSecrets %+v, want mirror", spec.Spec.ImagePullSecrets)
 		}
 	})
 
@@ -390,26 +390,26 @@ func TestValuesReachTheObjects(t *testing.T) {
 		objs := helmTemplate(t, root, "dns", "lb")
 		c := container(t, objs, "Deployment lb/dns-skylb")
 		if !slices.Contains(c.Args, "--leader-elect-id=dns-skylb") {
-			t.Errorf("args %q: want --leader-elect-id=dns-skylb", c.Args)
+			t.Errorf("Got args %q, want --leader-elect-id=dns-skylb among them", c.Args)
 		}
 		role := as[rbacv1.Role](t, objs, "Role lb/dns-skylb-leader-election")
 		if !slices.Contains(role.Rules[1].ResourceNames, "dns-skylb") {
-			t.Errorf("Role rules %+v: the Lease dns-skylb is not granted", role.Rules)
+			t.Errorf("Got Role rules %+v, want the Lease dns-skylb granted", role.Rules)
 		}
 		crb := as[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding <nil>/dns-skylb")
 		if s := crb.Subjects[0]; s.Name != "dns-skylb" || s.Namespace != "lb" || crb.RoleRef.Name != "dns-skylb" {
-			t.Errorf("ClusterRoleBinding %+v", crb)
+			t.Errorf("Got ClusterRoleBinding %+v, want dns-skylb bound to the ServiceAccount lb/dns-skylb", crb)
 		}
 		d := as[appsv1.Deployment](t, objs, "Deployment lb/dns-skylb")
 		if d.Spec.Template.Spec.ServiceAccountName != "dns-skylb" {
-			t.Errorf("serviceAccountName %q", d.Spec.Template.Spec.ServiceAccountName)
+			t.Errorf("Got serviceAccountName %q, want dns-skylb", d.Spec.Template.Spec.ServiceAccountName)
 		}
 		cm := c.EnvFrom[0].ConfigMapRef.Name
 		if _, ok := objs["ConfigMap lb/"+cm]; !ok || !strings.HasPrefix(cm, "dns-skylb-config-") {
-			t.Errorf("envFrom names the ConfigMap %s, which is not rendered", cm)
+			t.Errorf("Got envFrom of the ConfigMap %s, want a rendered dns-skylb-config-<hash>", cm)
 		}
 		if _, ok := objs["Service lb/dns-skylb-metrics"]; !ok {
-			t.Error("no Service lb/dns-skylb-metrics")
+			t.Error("Got no Service lb/dns-skylb-metrics, want it")
 		}
 	})
 
@@ -419,11 +419,11 @@ func TestValuesReachTheObjects(t *testing.T) {
 		c := container(t, objs, deploy)
 		name := c.EnvFrom[0].ConfigMapRef.Name
 		if name == def.EnvFrom[0].ConfigMapRef.Name {
-			t.Errorf("the ConfigMap keeps its name %s when a setting changes", name)
+			t.Errorf("Got the ConfigMap %s with a setting changed, want a new name", name)
 		}
 		cm := as[corev1.ConfigMap](t, objs, "ConfigMap skylb/"+name)
 		if cm.Data["SKYLB_RECORD_EXPIRY"] != "2m" {
-			t.Errorf("ConfigMap data %v: want SKYLB_RECORD_EXPIRY=2m", cm.Data)
+			t.Errorf("Got ConfigMap data %v, want SKYLB_RECORD_EXPIRY=2m", cm.Data)
 		}
 	})
 
@@ -434,7 +434,7 @@ func TestValuesReachTheObjects(t *testing.T) {
 			meta, _ := objs[k]["metadata"].(map[string]any)
 			labels, _ := meta["labels"].(map[string]any)
 			if labels["release"] != "kube-prometheus-stack" {
-				t.Errorf("%s: labels %v, want release=kube-prometheus-stack", k, labels)
+				t.Errorf("Got %s labels %v, want release=kube-prometheus-stack", k, labels)
 			}
 		}
 	})
@@ -449,7 +449,7 @@ func TestValuesReachTheObjects(t *testing.T) {
 		} {
 			_, err := output(root, helm(t, root), "template", "skylb", "manifests/chart", "--set", set)
 			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("--set %s: %v, want the error %q", set, err, want)
+				t.Errorf("Got helm template --set %s: %v, want the error %q", set, err, want)
 			}
 		}
 	})

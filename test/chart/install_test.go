@@ -79,7 +79,7 @@ func TestInstall(t *testing.T) {
 	kubectl("-n", "skylb", "rollout", "status", "deployment/skylb", "--timeout=3m")
 	t.Logf("measure: helm install -> skylb rolled out in %v", time.Since(t0).Round(time.Second))
 	if holder := kubectl("-n", "skylb", "get", "lease", "skylb", "-o", "jsonpath={.spec.holderIdentity}"); holder == "" {
-		t.Error("no replica holds the Lease skylb")
+		t.Error("Got no holder of the Lease skylb, want a replica")
 	}
 
 	server := net.JoinHostPort(c.Nodes[0].IP.String(), strconv.Itoa(cluster.DNSNodePort))
@@ -99,13 +99,13 @@ func TestInstall(t *testing.T) {
 	t.Logf("measure: helm upgrade of a setting -> skylb rolled out in %v", time.Since(t0).Round(time.Second))
 	fresh := configMapRef()
 	if fresh == old {
-		t.Errorf("the Deployment kept the ConfigMap %s after a setting changed", old)
+		t.Errorf("Got the ConfigMap %s after a setting changed, want a new one", old)
 	}
 	if got := kubectl("-n", "skylb", "get", "configmap", fresh, "-o", "jsonpath={.data.SKYLB_TTL}"); got != "20" {
-		t.Errorf("ConfigMap %s: SKYLB_TTL %q, want 20", fresh, got)
+		t.Errorf("Got SKYLB_TTL %q in ConfigMap %s, want 20", got, fresh)
 	}
 	if out, err := c.Kubectl(ctx, "-n", "skylb", "get", "configmap", old); err == nil || !strings.Contains(err.Error(), "NotFound") {
-		t.Errorf("the old ConfigMap %s after the upgrade: %v, want NotFound\n%s", old, err, out)
+		t.Errorf("Got the old ConfigMap %s after the upgrade: %v, want NotFound\n%s", old, err, out)
 	}
 	cluster.WaitAnswer(ctx, t, server, "web.default.example.org", want)
 
@@ -114,7 +114,7 @@ func TestInstall(t *testing.T) {
 		"-n=skylb configmap/" + fresh, "-n=skylb service/skylb-metrics"} {
 		args := append([]string{"get"}, strings.Fields(obj)...)
 		if out, err := c.Kubectl(ctx, args...); err == nil || !strings.Contains(err.Error(), "NotFound") {
-			t.Errorf("%s after helm uninstall: %v, want NotFound\n%s", obj, err, out)
+			t.Errorf("Got %s after helm uninstall: %v, want NotFound\n%s", obj, err, out)
 		}
 	}
 }
