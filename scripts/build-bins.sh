@@ -17,6 +17,8 @@
 #                                            go.mod requires, through its main.go
 #   promtool                                 github.com/prometheus/prometheus at the
 #                                            version test/tools/prometheus/go.mod requires
+#   helm                                     helm.sh/helm/v4 at the version
+#                                            test/tools/helm/go.mod requires
 #
 # A binary is rebuilt only when its stamp file bin/.NAME.version differs from
 # what would be built now (module version, Go version, and a hash of its
@@ -41,6 +43,7 @@ ETCD_DIR=$TOOLS/etcd
 FLUX_DIR=$TOOLS/flux
 CERT_MANAGER_DIR=$TOOLS/cert-manager
 PROMETHEUS_DIR=$TOOLS/prometheus
+HELM_DIR=$TOOLS/helm
 
 # etcd_pinned: the etcd version etcd/kustomization.yaml pins for
 # registry.k8s.io/etcd (its tag 3.6.8-0 is etcd 3.6.8).
@@ -60,7 +63,7 @@ for dir in "$ETCD_DIR"/*/; do
 done
 ALL=(etcd etcdctl etcdutl "${ETCD_OTHERS[@]}" kube-apiserver kube-controller-manager kube-node coredns
 	source-controller kustomize-controller cert-manager-controller
-	promtool)
+	promtool helm)
 # The commands kube-node runs, by the name it is called with.
 KUBE_NODE_LINKS=(kubelet kube-scheduler kube-proxy)
 
@@ -111,6 +114,7 @@ plan() {
 	source-controller | kustomize-controller) module=github.com/fluxcd/$1 ;;
 	cert-manager-controller) module=github.com/cert-manager/cert-manager ;;
 	promtool) module=github.com/prometheus/prometheus ;;
+	helm) module=helm.sh/helm/v4 ;;
 	*)
 		echo "unknown binary '$1' (known: ${ALL[*]})" >&2
 		exit 2
@@ -145,6 +149,14 @@ plan() {
 		# Prometheus's own command, the tool of its module's go.mod.
 		MODDIR=$PROMETHEUS_DIR PKG=$module/cmd/$1
 		VERSION=$(cd "$MODDIR" && go list -m -f '{{.Version}}' "$module")
+		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
+	elif [ "$module" = helm.sh/helm/v4 ]; then
+		# Helm's own command, the tool of its module's go.mod, stamped with
+		# its version as upstream's release build does.
+		MODDIR=$HELM_DIR PKG=$module/cmd/helm
+		VERSION=$(cd "$MODDIR" && go list -m -f '{{.Version}}' "$module")
+		LDFLAGS+=" -X $module/internal/version.version=$VERSION"
+		LDFLAGS+=" -X $module/internal/version.gitTreeState=clean"
 		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
 	else
 		MODDIR=$TOOLS PKG=./cmd/$1

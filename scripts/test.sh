@@ -50,7 +50,7 @@ done
 step "end-to-end tests on the local stack"
 # One package at a time: each starts its own stack. The fault-injection suite
 # and the real cluster run next, each on its own.
-go test -count=1 -p 1 -timeout 20m $(go list ./test/... | grep -v -e '/test/chaos$' -e '/test/cluster$' -e '/test/deploy$' -e '/test/flux$' -e '/test/certmanager$')
+go test -count=1 -p 1 -timeout 20m $(go list ./test/... | grep -v -e '/test/chaos$' -e '/test/cluster$' -e '/test/deploy$' -e '/test/flux$' -e '/test/certmanager$' -e '/test/chart$')
 
 step "real cluster (three kubelet nodes)"
 # containerd, kubelets and kube-proxy in network and mount namespaces of their
@@ -58,7 +58,7 @@ step "real cluster (three kubelet nodes)"
 # deployment of manifests/README.md in it, then the same with Flux's
 # controllers, then with cert-manager's certificates, one after the other (one
 # cluster at a time).
-go test -count=1 -p 1 -timeout 30m -v ./test/cluster ./test/deploy ./test/flux ./test/certmanager
+go test -count=1 -p 1 -timeout 30m -v ./test/cluster ./test/deploy ./test/flux ./test/certmanager ./test/chart
 
 step "fault injection (three-member etcd cluster)"
 scripts/chaos.sh
