@@ -203,7 +203,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 			defer wg.Done()
 			elector.Run(ctx, func(lctx context.Context) {
 				pub.SetActive(true)
-				ctrl.Resync()
+				ctrl.Resync(lctx)
 				// Only the leader probes; a new leader starts from healthy.
 				go ctrl.RunHealth(lctx)
 				<-lctx.Done()

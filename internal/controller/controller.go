@@ -105,6 +105,8 @@ type Controller struct {
 	// be written; see queueStatus.
 	statusQueue workqueue.TypedRateLimitingInterface[string]
 
+	// mu guards the bookkeeping of decisions: the index and what was
+	// resolved and told from it, the health choices and the zone records.
 	mu       sync.Mutex
 	index    *rank.Index
 	conflict map[string]map[string][]source.Problem // by group, then source: problems of resolution
@@ -118,6 +120,9 @@ type Controller struct {
 	// endpoints holds, by source, what decides when NoEndpoints is told.
 	endpoints map[string]endpointWatch
 	ready     bool
+
+	// order hands the records decided under mu to the publisher in order.
+	order order
 
 	observedMu sync.Mutex
 	observed   map[string]time.Time // key -> when a change to it was first seen, until synced
@@ -496,11 +501,11 @@ func (c *Controller) Run(ctx context.Context) error {
 		return errors.New("informer caches did not sync")
 	}
 	start := time.Now()
-	n, err := c.syncAll()
+	n, err := c.syncAll(ctx)
 	if err != nil {
 		return err
 	}
-	c.syncZones()
+	c.syncZones(ctx)
 	c.pub.Complete()
 	c.cfg.Log.WithFields(logrus.Fields{"objects": n, "took": time.Since(start).Round(time.Millisecond)}).
 		Info("caches synced; desired records computed")
@@ -565,7 +570,7 @@ func (c *Controller) Run(ctx context.Context) error {
 // objects that are gone. It stores every publication first and then resolves
 // each group once: resolving a group after each of its objects, as a change
 // does, would cost the square of a group's size.
-func (c *Controller) syncAll() (int, error) {
+func (c *Controller) syncAll(ctx context.Context) (int, error) {
 	// An event from now on may come after the pass has read its object: it is
 	// queued. An event handled before has its object in the caches already.
 	c.started.Store(true)
@@ -573,29 +578,41 @@ func (c *Controller) syncAll() (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	out, err := c.decideAll(keys)
+	if err != nil {
+		return 0, err
+	}
+	c.apply(out)
+	return len(keys), nil
+}
+
+// decideAll is the decision of syncAll over keys.
+func (c *Controller) decideAll(keys []string) (outcome, error) {
+	var out outcome
 	groups := make(map[string]time.Time) // group -> the earliest change observed in it
 	for _, key := range keys {
 		start := time.Now()
 		observed := c.takeObserved(key)
 		pub, svc, err := c.publication(key)
 		if err != nil {
-			return 0, fmt.Errorf("sync %s: %w", key, err)
+			return outcome{}, fmt.Errorf("sync %s: %w", key, err)
 		}
-		c.checkHealth(key, pub)
 		c.mu.Lock()
-		for _, g := range c.updateLocked(key, pub) {
+		c.checkHealthLocked(&out, key, pub)
+		for _, g := range c.index.Update(key, pub) {
 			if t, ok := groups[g]; !ok || t.IsZero() || !observed.IsZero() && observed.Before(t) {
 				groups[g] = observed
 			}
 		}
 		c.mu.Unlock()
-		c.queueStatus(svc, pub)
+		c.statusOf(&out, svc, pub)
 		if c.cfg.ObserveReconcile != nil {
 			c.cfg.ObserveReconcile(time.Since(start))
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	out.seq = c.order.begin()
 	touched := make(map[string]bool, len(keys))
 	for _, key := range keys {
 		touched[key] = true
@@ -606,12 +623,12 @@ func (c *Controller) syncAll() (int, error) {
 	}
 	slices.Sort(order)
 	for _, g := range order {
-		c.resolveLocked(g, groups[g], touched)
+		c.resolveLocked(&out, g, groups[g], touched)
 	}
 	for s := range touched {
-		c.reportLocked(s)
+		c.reportLocked(&out, s)
 	}
-	return len(keys), nil
+	return out, nil
 }
 
 // cachedKeys returns the keys of every cached object and every object the index still holds.
@@ -641,7 +658,7 @@ func (c *Controller) cachedKeys() ([]string, error) {
 
 // Resync enqueues every object and asks the publisher to compare everything
 // again; a new leader calls it to write the status its predecessor left.
-func (c *Controller) Resync() { c.resync(context.Background()) }
+func (c *Controller) Resync(ctx context.Context) { c.resync(ctx) }
 
 // Conflicts returns the number of hostname claims currently refused.
 func (c *Controller) Conflicts() int {
@@ -680,19 +697,26 @@ func (c *Controller) resync(context.Context) {
 }
 
 func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNextWorkItem() {
+	for c.processNextWorkItem(ctx) {
 	}
 }
 
 // processNextWorkItem handles one key. A transient error requeues the key with
 // backoff; a permanent one is logged and the key forgotten.
-func (c *Controller) processNextWorkItem() bool {
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	key, shutdown := c.queue.Get()
 	if shutdown {
 		return false
 	}
 	defer c.queue.Done(key)
-	err := c.sync(key)
+	start := time.Now()
+	out, err := c.sync(ctx, key)
+	if err == nil {
+		c.apply(out)
+		if c.cfg.ObserveReconcile != nil {
+			c.cfg.ObserveReconcile(time.Since(start))
+		}
+	}
 	switch {
 	case err == nil:
 		c.queue.Forget(key)
@@ -711,24 +735,31 @@ var errPermanent = errors.New("permanent")
 
 func isPermanent(err error) bool { return errors.Is(err, errPermanent) }
 
-// sync brings the records of one object up to date, and queues the status of
-// a Service skylb implements when it is to be written.
-func (c *Controller) sync(key string) error {
-	start := time.Now()
+// sync decides what the current state of one object means: the records of
+// the groups of names it touches, the Events of the objects whose problems or
+// names changed, the targets to probe, and the status of a Service skylb
+// implements when it is to be written. It reads the listers and updates the
+// controller's bookkeeping; the caller applies the outcome.
+func (c *Controller) sync(_ context.Context, key string) (outcome, error) {
 	observed := c.takeObserved(key)
 	pub, svc, err := c.publication(key)
 	if err != nil {
-		return err
+		return outcome{}, err
 	}
-	c.checkHealth(key, pub)
+	var out outcome
 	c.mu.Lock()
-	c.applyLocked(key, pub, observed)
-	c.mu.Unlock()
-	if c.cfg.ObserveReconcile != nil {
-		c.cfg.ObserveReconcile(time.Since(start))
+	c.checkHealthLocked(&out, key, pub)
+	out.seq = c.order.begin()
+	touched := map[string]bool{key: true}
+	for _, g := range c.index.Update(key, pub) {
+		c.resolveLocked(&out, g, observed, touched)
 	}
-	c.queueStatus(svc, pub)
-	return nil
+	for s := range touched {
+		c.reportLocked(&out, s)
+	}
+	c.mu.Unlock()
+	c.statusOf(&out, svc, pub)
+	return out, nil
 }
 
 // publication reads an object from the caches and computes what it publishes;
@@ -765,30 +796,12 @@ func (c *Controller) publication(key string) (*source.Publication, *corev1.Servi
 	return nil, nil, fmt.Errorf("unknown kind in key %q: %w", key, errPermanent)
 }
 
-// applyLocked stores a publication, resolves the groups it touches and hands the
-// resulting records to the publisher.
-func (c *Controller) applyLocked(src string, pub *source.Publication, observed time.Time) {
-	touched := map[string]bool{src: true}
-	for _, g := range c.updateLocked(src, pub) {
-		c.resolveLocked(g, observed, touched)
-	}
-	for s := range touched {
-		c.reportLocked(s)
-	}
-}
-
-// updateLocked stores the publication of src (nil: none) and returns the
-// groups whose records may have changed.
-func (c *Controller) updateLocked(src string, pub *source.Publication) []string {
-	return c.index.Update(src, pub)
-}
-
-// resolveLocked resolves one group, hands its records to the publisher and
-// adds to touched the sources whose problems or published names may have changed.
-func (c *Controller) resolveLocked(g string, observed time.Time, touched map[string]bool) {
+// resolveLocked resolves one group, adds its records to out and adds to
+// touched the sources whose problems or published names may have changed.
+func (c *Controller) resolveLocked(out *outcome, g string, observed time.Time, touched map[string]bool) {
 	res := c.index.Resolve(g)
 	for stored, records := range res.Records {
-		c.setLocked(stored, publish.Want{Records: records, Shared: res.Shared[stored], Observed: observed})
+		c.setLocked(out, stored, publish.Want{Records: records, Shared: res.Shared[stored], Observed: observed})
 	}
 	for s := range c.conflict[g] {
 		touched[s] = true
@@ -814,9 +827,9 @@ func (c *Controller) resolveLocked(g string, observed time.Time, touched map[str
 	}
 }
 
-// tellPublishedLocked sends a Normal Event when the names or addresses an object
-// publishes change, so that kubectl describe shows what skylb did with it.
-func (c *Controller) tellPublishedLocked(src string, pub *source.Publication) {
+// tellPublishedLocked adds to out a Normal Event when the names or addresses an
+// object publishes change, so that kubectl describe shows what skylb did with it.
+func (c *Controller) tellPublishedLocked(out *outcome, src string, pub *source.Publication) {
 	var names []string
 	for _, g := range c.index.GroupsOf(src) {
 		names = append(names, c.granted[g][src]...)
@@ -846,7 +859,7 @@ func (c *Controller) tellPublishedLocked(src string, pub *source.Publication) {
 		return
 	}
 	c.told[src] = h
-	c.event(&pub.Ref, corev1.EventTypeNormal, "Published", msg)
+	out.event(&pub.Ref, corev1.EventTypeNormal, "Published", msg)
 }
 
 // FailOpen returns the number of objects publishing all their addresses
@@ -865,8 +878,9 @@ func (c *Controller) event(obj *corev1.ObjectReference, kind, reason, message st
 	c.recorder.Event(obj, kind, reason, message)
 }
 
-// reportLocked emits a Warning Event for each problem of an object not told before.
-func (c *Controller) reportLocked(src string) {
+// reportLocked adds to out a Warning Event for each problem of an object not
+// told before.
+func (c *Controller) reportLocked(out *outcome, src string) {
 	pub := c.index.Publication(src)
 	if pub == nil {
 		delete(c.reported, src)
@@ -874,14 +888,14 @@ func (c *Controller) reportLocked(src string) {
 		delete(c.endpoints, src)
 		return
 	}
-	c.tellPublishedLocked(src, pub)
-	current := c.holdNoEndpointsLocked(src, pub, slices.Clone(pub.Problems))
+	c.tellPublishedLocked(out, src, pub)
+	current := c.holdNoEndpointsLocked(out, src, pub, slices.Clone(pub.Problems))
 	for _, g := range c.index.GroupsOf(src) {
 		current = append(current, c.conflict[g][src]...)
 	}
 	for _, p := range current {
 		if !slices.Contains(c.reported[src], p) {
-			c.event(&pub.Ref, corev1.EventTypeWarning, p.Reason, p.Message)
+			out.event(&pub.Ref, corev1.EventTypeWarning, p.Reason, p.Message)
 			c.cfg.Log.WithFields(logrus.Fields{"object": src, "reason": p.Reason}).Warn(p.Message)
 		}
 	}

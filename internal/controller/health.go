@@ -19,19 +19,18 @@ func (c *Controller) RunHealth(ctx context.Context) { c.prober.Run(ctx) }
 // HealthStates returns the state of every probed target.
 func (c *Controller) HealthStates() map[health.Target]bool { return c.prober.States() }
 
-// checkHealth asks the prober to probe the addresses of pub and keeps those to
-// publish: the healthy ones (all of them when none is), or one in exclusive mode.
-func (c *Controller) checkHealth(src string, pub *source.Publication) {
+// checkHealthLocked adds to out the addresses of pub to probe and keeps those
+// to publish: the healthy ones (all of them when none is), or one in exclusive
+// mode.
+func (c *Controller) checkHealthLocked(out *outcome, src string, pub *source.Publication) {
 	if pub == nil {
-		c.prober.Want(src, nil)
-		c.mu.Lock()
+		out.probes = append(out.probes, probe{source: src})
 		delete(c.chosen, src)
 		delete(c.failOpen, src)
-		c.mu.Unlock()
 		return
 	}
 	targets := pub.HealthTargets()
-	c.prober.Want(src, targets)
+	out.probes = append(out.probes, probe{source: src, targets: targets})
 	if len(targets) == 0 && pub.Select != health.Exclusive {
 		return
 	}
@@ -43,8 +42,6 @@ func (c *Controller) checkHealth(src string, pub *source.Publication) {
 		}
 		return true
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	keep, failOpen := health.Select(pub.Addresses, healthy, pub.Select, c.chosen[src])
 	if pub.Select == health.Exclusive && len(keep) > 0 {
 		c.chosen[src] = keep[0]
@@ -70,14 +67,16 @@ func (c *Controller) healthChanged(ch health.Change) {
 	if !ch.Healthy {
 		kind, reason, verb = corev1.EventTypeWarning, "AddressUnhealthy", "failed its health check ("+ch.Reason+")"
 	}
+	var out outcome
 	for _, src := range ch.Sources {
 		c.cfg.Log.WithFields(logrus.Fields{"object": src, "address": ch.Target.String(), "healthy": ch.Healthy}).Info("health changed")
 		c.mu.Lock()
 		pub := c.index.Publication(src)
 		c.mu.Unlock()
 		if pub != nil {
-			c.event(&pub.Ref, kind, reason, "address "+ch.Target.String()+" "+verb)
+			out.event(&pub.Ref, kind, reason, "address "+ch.Target.String()+" "+verb)
 		}
-		c.enqueue(src)
+		out.requeue = append(out.requeue, requeue{key: src})
 	}
+	c.apply(out)
 }
