@@ -151,9 +151,7 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 	if cfg.Leading == nil {
 		cfg.Leading = func() bool { return true }
 	}
-	keep, keepAll := labelsRead(cfg.Zone)
-	keep[source.LabelGatewayName] = true
-	strip := stripper(keep, keepAll)
+	strip := transform(cfg.Zone)
 	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(strip))
 	svcInformer := factory.Core().V1().Services()
 	ingInformer := factory.Networking().V1().Ingresses()
@@ -208,6 +206,13 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		c.handleNameservers(svcInformer.Informer(), sliceInformer.Informer(), nodeInformer.Informer())
 	}
 	return c
+}
+
+// transform returns the informers' transform for the labels read with z.
+func transform(z *ZoneConfig) func(any) (any, error) {
+	keep, keepAll := labelsRead(z)
+	keep[source.LabelGatewayName] = true
+	return stripper(keep, keepAll)
 }
 
 // labelsRead returns the label keys skylb reads on Services and
