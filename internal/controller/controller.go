@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -105,8 +104,8 @@ type Controller struct {
 	// be written; see queueStatus.
 	statusQueue workqueue.TypedRateLimitingInterface[string]
 
-	// mu guards the bookkeeping of decisions: the index and what was
-	// resolved and told from it, the health choices and the zone records.
+	// mu guards the bookkeeping of decisions: the index, what was resolved
+	// and told from it, and the zone records.
 	mu       sync.Mutex
 	index    *rank.Index
 	conflict map[string]map[string][]source.Problem // by group, then source: problems of resolution
@@ -116,16 +115,15 @@ type Controller struct {
 	// message per object would be a megabyte at ten thousand objects.
 	told     map[string]uint64
 	toldSeed maphash.Seed
-	failOpen map[string]bool // sources publishing all addresses, none being healthy
 	// endpoints holds, by source, what decides when NoEndpoints is told.
 	endpoints map[string]endpointWatch
-	ready     bool
+	// ready is set once the caches have synced and the first full pass is done.
+	ready atomic.Bool
 
 	// order hands the records decided under mu to the publisher in order.
 	order order
 
-	observedMu sync.Mutex
-	observed   map[string]time.Time // key -> when a change to it was first seen, until synced
+	observed observations
 	// started is set when the first full pass begins: the events of the
 	// caches filling up before it are covered by that pass and not queued.
 	started atomic.Bool
@@ -133,7 +131,7 @@ type Controller struct {
 	statusWrites atomic.Int64
 
 	prober *health.Prober
-	chosen map[string]netip.Addr // source -> the address exclusive mode publishes
+	health healthChoices
 
 	zone *zoneState // nil without Config.Zone
 
@@ -188,10 +186,7 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		granted:   make(map[string]map[string][]string),
 		told:      make(map[string]uint64),
 		toldSeed:  maphash.MakeSeed(),
-		failOpen:  make(map[string]bool),
 		endpoints: make(map[string]endpointWatch),
-		observed:  make(map[string]time.Time),
-		chosen:    make(map[string]netip.Addr),
 	}
 	c.prober = health.NewProber(cfg.HealthWorkers, c.healthChanged, cfg.ObserveProbe)
 	c.synced = append(c.synced,
@@ -449,20 +444,36 @@ func (c *Controller) enqueue(key string) {
 	if !c.started.Load() {
 		return
 	}
-	c.observedMu.Lock()
-	if _, ok := c.observed[key]; !ok {
-		c.observed[key] = time.Now()
-	}
-	c.observedMu.Unlock()
+	c.observed.see(key)
 	c.queue.Add(key)
 }
 
-// takeObserved returns and forgets when a change to key was first seen.
-func (c *Controller) takeObserved(key string) time.Time {
-	c.observedMu.Lock()
-	defer c.observedMu.Unlock()
-	t := c.observed[key]
-	delete(c.observed, key)
+// observations remember, by key, when a change was first seen, until the key
+// is synced.
+type observations struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+// see remembers now for key, unless a change to it is remembered already.
+func (o *observations) see(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.seen[key]; ok {
+		return
+	}
+	if o.seen == nil {
+		o.seen = make(map[string]time.Time)
+	}
+	o.seen[key] = time.Now()
+}
+
+// take returns and forgets when a change to key was first seen; zero if none is remembered.
+func (o *observations) take(key string) time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t := o.seen[key]
+	delete(o.seen, key)
 	return t
 }
 
@@ -485,11 +496,7 @@ func (c *Controller) enqueueAll(kind string) {
 }
 
 // Ready reports whether the caches have synced and the first full pass is done.
-func (c *Controller) Ready() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ready
-}
+func (c *Controller) Ready() bool { return c.ready.Load() }
 
 // Run starts the informers, waits for their caches, publishes everything once and
 // then follows changes until ctx ends.
@@ -526,9 +533,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	// The status the first pass found wrong is written before skylb calls
 	// itself ready, as --once expects; changes are followed meanwhile.
 	c.drainStatus(ctx)
-	c.mu.Lock()
-	c.ready = true
-	c.mu.Unlock()
+	c.ready.Store(true)
 	for range statusWorkers {
 		wg.Add(1)
 		go func() {
@@ -597,13 +602,13 @@ func (c *Controller) decideAll(keys []string) (outcome, error) {
 	groups := make(map[string]time.Time) // group -> the earliest change observed in it
 	for _, key := range keys {
 		start := time.Now()
-		observed := c.takeObserved(key)
+		observed := c.observed.take(key)
 		pub, svc, err := c.publication(key)
 		if err != nil {
 			return outcome{}, fmt.Errorf("sync %s: %w", key, err)
 		}
+		c.checkHealth(&out, key, pub)
 		c.mu.Lock()
-		c.checkHealthLocked(&out, key, pub)
 		for _, g := range c.index.Update(key, pub) {
 			if t, ok := groups[g]; !ok || t.IsZero() || !observed.IsZero() && observed.Before(t) {
 				groups[g] = observed
@@ -746,14 +751,14 @@ func isPermanent(err error) bool { return errors.Is(err, errPermanent) }
 // implements when it is to be written. It reads the listers and updates the
 // controller's bookkeeping; the caller applies the outcome.
 func (c *Controller) sync(_ context.Context, key string) (outcome, error) {
-	observed := c.takeObserved(key)
+	observed := c.observed.take(key)
 	pub, svc, err := c.publication(key)
 	if err != nil {
 		return outcome{}, err
 	}
 	var out outcome
+	c.checkHealth(&out, key, pub)
 	c.mu.Lock()
-	c.checkHealthLocked(&out, key, pub)
 	out.seq = c.order.begin()
 	touched := map[string]bool{key: true}
 	for _, g := range c.index.Update(key, pub) {
@@ -869,11 +874,7 @@ func (c *Controller) tellPublishedLocked(out *outcome, src string, pub *source.P
 
 // FailOpen returns the number of objects publishing all their addresses
 // because none passes its health check.
-func (c *Controller) FailOpen() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.failOpen)
-}
+func (c *Controller) FailOpen() int { return c.health.failingOpen() }
 
 // event records an Event on an object, unless another replica leads or this is a dry run.
 func (c *Controller) event(obj *corev1.ObjectReference, kind, reason, message string) {

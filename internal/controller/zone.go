@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
@@ -99,11 +98,7 @@ func (c *Controller) Nameservers() map[string]int {
 
 // wakeZones asks for the nameservers to be computed again.
 func (c *Controller) wakeZones() {
-	c.observedMu.Lock()
-	if _, ok := c.observed[zoneKey]; !ok {
-		c.observed[zoneKey] = time.Now()
-	}
-	c.observedMu.Unlock()
+	c.observed.see(zoneKey)
 	select {
 	case c.zone.wake <- struct{}{}:
 	default:
@@ -196,7 +191,7 @@ func (c *Controller) syncZones(ctx context.Context) {
 	if z == nil {
 		return
 	}
-	observed := c.takeObserved(zoneKey)
+	observed := c.observed.take(zoneKey)
 	var found, refused []netip.Addr
 	if z.cfg.NameserverSelector != nil {
 		found, refused = c.builder.NameserverAddresses(z.cfg.NameserverSelector)
