@@ -573,6 +573,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.queue.ShutDown()
 	c.statusQueue.ShutDown()
 	wg.Wait()
+	if c.gw != nil {
+		c.gw.running.Wait()
+	}
 	return nil
 }
 
