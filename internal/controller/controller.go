@@ -101,7 +101,7 @@ type Controller struct {
 	synced []cache.InformerSynced
 	queue  workqueue.TypedRateLimitingInterface[string]
 	// statusQueue holds the Services ("namespace/name") whose status is to
-	// be written; see queueStatus.
+	// be written; see statusOf.
 	statusQueue workqueue.TypedRateLimitingInterface[string]
 
 	// mu guards the bookkeeping of decisions: the index, what was resolved
@@ -123,6 +123,8 @@ type Controller struct {
 	// order hands the records decided under mu to the publisher in order.
 	order order
 
+	// observed holds when each queued change was first seen, which the
+	// publisher measures propagation from.
 	observed observations
 	// started is set when the first full pass begins: the events of the
 	// caches filling up before it are covered by that pass and not queued.
