@@ -603,7 +603,12 @@ func (c *Controller) syncAll(ctx context.Context) (int, error) {
 
 // decideAll is the decision of syncAll over keys.
 func (c *Controller) decideAll(keys []string) (outcome, error) {
-	var out outcome
+	// About one probe, one Event and one name or more for each object.
+	out := outcome{
+		records: make([]wanted, 0, len(keys)),
+		events:  make([]event, 0, len(keys)),
+		probes:  make([]probe, 0, len(keys)),
+	}
 	groups := make(map[string]time.Time) // group -> the earliest change observed in it
 	for _, key := range keys {
 		start := time.Now()
@@ -815,6 +820,7 @@ func (c *Controller) publication(key string) (*source.Publication, *corev1.Servi
 // touched the sources whose problems or published names may have changed.
 func (c *Controller) resolveLocked(out *outcome, g string, observed time.Time, touched map[string]bool) {
 	res := c.index.Resolve(g)
+	out.records = slices.Grow(out.records, len(res.Records))
 	for stored, records := range res.Records {
 		c.setLocked(out, stored, publish.Want{Records: records, Shared: res.Shared[stored], Observed: observed})
 	}

@@ -31,9 +31,10 @@ type wanted struct {
 	want   publish.Want
 }
 
-// event is an Event to send on an object.
+// event is an Event to send on an object. ref points into the object's
+// publication, which is replaced when the object changes, never modified.
 type event struct {
-	ref                   corev1.ObjectReference
+	ref                   *corev1.ObjectReference
 	kind, reason, message string
 }
 
@@ -57,7 +58,7 @@ type requeue struct {
 }
 
 func (o *outcome) event(ref *corev1.ObjectReference, kind, reason, message string) {
-	o.events = append(o.events, event{ref: *ref, kind: kind, reason: reason, message: message})
+	o.events = append(o.events, event{ref: ref, kind: kind, reason: reason, message: message})
 }
 
 // apply carries out an outcome: records to the publisher, in the order they
@@ -70,7 +71,7 @@ func (c *Controller) apply(out outcome) {
 		c.prober.Want(p.source, p.targets)
 	}
 	for _, e := range out.events {
-		c.event(&e.ref, e.kind, e.reason, e.message)
+		c.event(e.ref, e.kind, e.reason, e.message)
 	}
 	if len(out.status) > 0 && c.cfg.Leading() {
 		for _, s := range out.status {
