@@ -132,7 +132,7 @@ func TestSyncDecision(t *testing.T) {
 			},
 		},
 		{
-			name: "a Service no longer a LoadBalancer keeps the status skylb wrote",
+			name: "a Service no longer a LoadBalancer: the status skylb wrote is cleared",
 			objects: append(clone(nodes), func() *corev1.Service {
 				svc := lbService("shop", "web", t0)
 				svc.Spec.Type = corev1.ServiceTypeClusterIP
