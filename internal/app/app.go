@@ -12,13 +12,14 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -110,7 +111,9 @@ type Clients struct {
 	APIServerErr func() error
 }
 
-// Run publishes until ctx ends, or once with Config.Once.
+// Run publishes until ctx ends, or once with Config.Once. It builds the
+// components, then runs them under one group that it joins before returning:
+// the first to fail, or the controller stopping, stops them all.
 func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client) error {
 	kube := clients.Kube
 	ctx, cancel := context.WithCancel(ctx)
@@ -136,12 +139,10 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	if elector != nil {
 		pubCfg.Guard, pubCfg.Inactive = elector, true
 	}
-	// The controller tells the objects of a name another cluster holds; the
-	// publisher calls it only once it runs, after the controller exists.
-	var ctrl *controller.Controller
-	pubCfg.OnClaim = func(stored string, d arbitrate.Decision) {
-		ctrl.ClusterClaim(stored, d)
-	}
+	// The publisher is built before the controller that feeds it, and tells
+	// the controller of the names other clusters hold through claims.
+	var claims claimRelay
+	pubCfg.OnClaim = claims.tell
 	pub := publish.New(etcd, pubCfg)
 
 	recorder, stopEvents := eventRecorder(ctx, kube)
@@ -168,7 +169,8 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	if elector != nil {
 		ctrlCfg.Leading = elector.Leading
 	}
-	ctrl = controller.New(ctrlCfg, kube, pub, recorder)
+	ctrl := controller.New(ctrlCfg, kube, pub, recorder)
+	claims.set(ctrl)
 	register(m, cfg, pub, ctrl, elector)
 
 	if cfg.HTTPAddress != "" {
@@ -179,59 +181,83 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 			return err
 		}
 		defer func() {
-			sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+			sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			defer scancel()
 			srv.Shutdown(sctx)
 		}()
 	}
 
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	g, ctx := errgroup.WithContext(ctx)
 	if cfg.StartGCPercent > 0 {
 		prev := debug.SetGCPercent(cfg.StartGCPercent)
-		wg.Go(func() {
+		g.Go(func() error {
 			defer debug.SetGCPercent(prev)
 			firstPass(ctx, pub, ctrl, elector == nil)
+			return nil
 		})
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	g.Go(func() error {
 		pub.Run(ctx)
-	}()
+		return nil
+	})
 	if elector != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			elector.Run(ctx, func(lctx context.Context) {
+		g.Go(func() error {
+			return elector.Run(ctx, func(lctx context.Context) {
 				pub.SetActive(true)
-				ctrl.Resync()
+				ctrl.Resync(lctx)
 				// Only the leader probes; a new leader starts from healthy.
-				go ctrl.RunHealth(lctx)
+				probing := make(chan struct{})
+				go func() {
+					defer close(probing)
+					ctrl.RunHealth(lctx)
+				}()
 				<-lctx.Done()
 				// Finish the transaction in flight before leadership is released.
 				pub.SetActive(false)
+				<-probing
 			})
-		}()
-	}
-	if elector == nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		})
+	} else {
+		g.Go(func() error {
 			ctrl.RunHealth(ctx)
-		}()
+			return nil
+		})
 	}
-	if cfg.Once {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctrl.Run(ctx)
-		}()
-		err := once(ctx, cfg, pub, ctrl)
-		cancel()
-		return err
+	// The controller stopping stops everything; with Once, so does the
+	// summary being written.
+	g.Go(func() error {
+		defer cancel()
+		return ctrl.Run(ctx)
+	})
+	if !cfg.Once {
+		return g.Wait()
 	}
-	return ctrl.Run(ctx)
+	err := once(ctx, cfg, pub, ctrl)
+	cancel()
+	if werr := g.Wait(); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// claimRelay tells the controller the publisher's decisions on the names
+// other clusters claim. The publisher is built first and the controller set
+// after it is built; the publisher tells only once it runs, after that.
+// Lock order: the publisher calls tell without its own lock held
+// (publish.Config.OnClaim), and the controller takes its own lock and hands
+// records back to the publisher only after releasing it.
+type claimRelay struct {
+	to atomic.Pointer[controller.Controller]
+}
+
+func (r *claimRelay) set(c *controller.Controller) { r.to.Store(c) }
+
+// tell passes a decision on; one told before the controller is set is
+// dropped, having no object to tell.
+func (r *claimRelay) tell(stored string, d arbitrate.Decision) {
+	if c := r.to.Load(); c != nil {
+		c.ClusterClaim(stored, d)
+	}
 }
 
 // notReady returns every reason skylb is not ready, on one line, or nil when

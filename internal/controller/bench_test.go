@@ -81,7 +81,7 @@ func BenchmarkSyncAll(b *testing.B) {
 					b.Fatal("caches did not sync")
 				}
 				b.StartTimer()
-				n, err := c.syncAll()
+				n, err := c.syncAll(ctx)
 				b.StopTimer()
 				if err != nil || n != size.svcs+size.ings {
 					b.Fatalf("synced %d objects (%v), want %d", n, err, size.svcs+size.ings)
@@ -136,7 +136,7 @@ func BenchmarkSyncService100Endpoints(b *testing.B) {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		b.Fatal("caches did not sync")
 	}
-	if _, err := c.syncAll(); err != nil {
+	if _, err := c.syncAll(ctx); err != nil {
 		b.Fatal(err)
 	}
 	store := c.factory.Discovery().V1().EndpointSlices().Informer().GetStore()
@@ -149,8 +149,10 @@ func BenchmarkSyncService100Endpoints(b *testing.B) {
 		if err := store.Update(s); err != nil {
 			b.Fatal(err)
 		}
-		if err := c.sync("service/bench-000/web"); err != nil {
+		out, err := c.sync(ctx, "service/bench-000/web")
+		if err != nil {
 			b.Fatal(err)
 		}
+		c.apply(out)
 	}
 }

@@ -22,6 +22,8 @@ const ReasonHostnameGranted = "HostnameGranted"
 // again. The publisher calls it whenever its decision on the name's claim
 // changes.
 func (c *Controller) ClusterClaim(stored string, d arbitrate.Decision) {
+	var out outcome
+	defer func() { c.apply(out) }()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	log := c.cfg.Log.WithField("name", stored)
@@ -39,18 +41,18 @@ func (c *Controller) ClusterClaim(stored string, d arbitrate.Decision) {
 				continue
 			}
 			if d.Granted {
-				c.event(&pub.Ref, corev1.EventTypeNormal, ReasonHostnameGranted,
+				out.event(&pub.Ref, corev1.EventTypeNormal, ReasonHostnameGranted,
 					fmt.Sprintf("hostname %s is published: no other cluster holds it any more", names[i]))
 				continue
 			}
 			if len(d.Holders) > 0 {
-				c.event(&pub.Ref, corev1.EventTypeWarning, source.ReasonHostnameConflict,
+				out.event(&pub.Ref, corev1.EventTypeWarning, source.ReasonHostnameConflict,
 					fmt.Sprintf("hostname %s is not published: cluster %s holds it in the etcd shared between clusters; "+
 						"to publish it from several clusters, annotate its objects %s: \"true\" in each of them",
 						names[i], strings.Join(d.Holders, ", "), source.AnnotationShared))
 			}
 			if len(d.Nested) > 0 {
-				c.event(&pub.Ref, corev1.EventTypeWarning, source.ReasonHostnameConflict,
+				out.event(&pub.Ref, corev1.EventTypeWarning, source.ReasonHostnameConflict,
 					fmt.Sprintf("hostname %s is not published: cluster %s holds a name above or beneath it in the etcd "+
 						"shared between clusters, and DNS answers a name with the records beneath it too",
 						names[i], strings.Join(d.Nested, ", ")))

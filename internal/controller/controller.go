@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -102,9 +101,11 @@ type Controller struct {
 	synced []cache.InformerSynced
 	queue  workqueue.TypedRateLimitingInterface[string]
 	// statusQueue holds the Services ("namespace/name") whose status is to
-	// be written; see queueStatus.
+	// be written; see statusOf.
 	statusQueue workqueue.TypedRateLimitingInterface[string]
 
+	// mu guards the bookkeeping of decisions: the index, what was resolved
+	// and told from it, and the zone records.
 	mu       sync.Mutex
 	index    *rank.Index
 	conflict map[string]map[string][]source.Problem // by group, then source: problems of resolution
@@ -114,13 +115,17 @@ type Controller struct {
 	// message per object would be a megabyte at ten thousand objects.
 	told     map[string]uint64
 	toldSeed maphash.Seed
-	failOpen map[string]bool // sources publishing all addresses, none being healthy
 	// endpoints holds, by source, what decides when NoEndpoints is told.
 	endpoints map[string]endpointWatch
-	ready     bool
+	// ready is set once the caches have synced and the first full pass is done.
+	ready atomic.Bool
 
-	observedMu sync.Mutex
-	observed   map[string]time.Time // key -> when a change to it was first seen, until synced
+	// order hands the records decided under mu to the publisher in order.
+	order order
+
+	// observed holds when each queued change was first seen, which the
+	// publisher measures propagation from.
+	observed observations
 	// started is set when the first full pass begins: the events of the
 	// caches filling up before it are covered by that pass and not queued.
 	started atomic.Bool
@@ -128,7 +133,7 @@ type Controller struct {
 	statusWrites atomic.Int64
 
 	prober *health.Prober
-	chosen map[string]netip.Addr // source -> the address exclusive mode publishes
+	health healthChoices
 
 	zone *zoneState // nil without Config.Zone
 
@@ -146,9 +151,7 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 	if cfg.Leading == nil {
 		cfg.Leading = func() bool { return true }
 	}
-	keep, keepAll := labelsRead(cfg.Zone)
-	keep[source.LabelGatewayName] = true
-	strip := stripper(keep, keepAll)
+	strip := transform(cfg.Zone)
 	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(strip))
 	svcInformer := factory.Core().V1().Services()
 	ingInformer := factory.Networking().V1().Ingresses()
@@ -185,10 +188,7 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		granted:   make(map[string]map[string][]string),
 		told:      make(map[string]uint64),
 		toldSeed:  maphash.MakeSeed(),
-		failOpen:  make(map[string]bool),
 		endpoints: make(map[string]endpointWatch),
-		observed:  make(map[string]time.Time),
-		chosen:    make(map[string]netip.Addr),
 	}
 	c.prober = health.NewProber(cfg.HealthWorkers, c.healthChanged, cfg.ObserveProbe)
 	c.synced = append(c.synced,
@@ -203,6 +203,13 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		c.handleNameservers(svcInformer.Informer(), sliceInformer.Informer(), nodeInformer.Informer())
 	}
 	return c
+}
+
+// transform returns the informers' transform for the labels read with z.
+func transform(z *ZoneConfig) func(any) (any, error) {
+	keep, keepAll := labelsRead(z)
+	keep[source.LabelGatewayName] = true
+	return stripper(keep, keepAll)
 }
 
 // labelsRead returns the label keys skylb reads on Services and
@@ -439,20 +446,36 @@ func (c *Controller) enqueue(key string) {
 	if !c.started.Load() {
 		return
 	}
-	c.observedMu.Lock()
-	if _, ok := c.observed[key]; !ok {
-		c.observed[key] = time.Now()
-	}
-	c.observedMu.Unlock()
+	c.observed.see(key)
 	c.queue.Add(key)
 }
 
-// takeObserved returns and forgets when a change to key was first seen.
-func (c *Controller) takeObserved(key string) time.Time {
-	c.observedMu.Lock()
-	defer c.observedMu.Unlock()
-	t := c.observed[key]
-	delete(c.observed, key)
+// observations remember, by key, when a change was first seen, until the key
+// is synced.
+type observations struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+// see remembers now for key, unless a change to it is remembered already.
+func (o *observations) see(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.seen[key]; ok {
+		return
+	}
+	if o.seen == nil {
+		o.seen = make(map[string]time.Time)
+	}
+	o.seen[key] = time.Now()
+}
+
+// take returns and forgets when a change to key was first seen; zero if none is remembered.
+func (o *observations) take(key string) time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t := o.seen[key]
+	delete(o.seen, key)
 	return t
 }
 
@@ -475,11 +498,7 @@ func (c *Controller) enqueueAll(kind string) {
 }
 
 // Ready reports whether the caches have synced and the first full pass is done.
-func (c *Controller) Ready() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ready
-}
+func (c *Controller) Ready() bool { return c.ready.Load() }
 
 // Run starts the informers, waits for their caches, publishes everything once and
 // then follows changes until ctx ends.
@@ -496,11 +515,11 @@ func (c *Controller) Run(ctx context.Context) error {
 		return errors.New("informer caches did not sync")
 	}
 	start := time.Now()
-	n, err := c.syncAll()
+	n, err := c.syncAll(ctx)
 	if err != nil {
 		return err
 	}
-	c.syncZones()
+	c.syncZones(ctx)
 	c.pub.Complete()
 	c.cfg.Log.WithFields(logrus.Fields{"objects": n, "took": time.Since(start).Round(time.Millisecond)}).
 		Info("caches synced; desired records computed")
@@ -516,9 +535,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	// The status the first pass found wrong is written before skylb calls
 	// itself ready, as --once expects; changes are followed meanwhile.
 	c.drainStatus(ctx)
-	c.mu.Lock()
-	c.ready = true
-	c.mu.Unlock()
+	c.ready.Store(true)
 	for range statusWorkers {
 		wg.Add(1)
 		go func() {
@@ -558,6 +575,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.queue.ShutDown()
 	c.statusQueue.ShutDown()
 	wg.Wait()
+	if c.gw != nil {
+		c.gw.running.Wait()
+	}
 	return nil
 }
 
@@ -565,7 +585,7 @@ func (c *Controller) Run(ctx context.Context) error {
 // objects that are gone. It stores every publication first and then resolves
 // each group once: resolving a group after each of its objects, as a change
 // does, would cost the square of a group's size.
-func (c *Controller) syncAll() (int, error) {
+func (c *Controller) syncAll(ctx context.Context) (int, error) {
 	// An event from now on may come after the pass has read its object: it is
 	// queued. An event handled before has its object in the caches already.
 	c.started.Store(true)
@@ -573,29 +593,46 @@ func (c *Controller) syncAll() (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	out, err := c.decideAll(keys)
+	if err != nil {
+		return 0, err
+	}
+	c.apply(out)
+	return len(keys), nil
+}
+
+// decideAll is the decision of syncAll over keys.
+func (c *Controller) decideAll(keys []string) (outcome, error) {
+	// About one probe, one Event and one name or more for each object.
+	out := outcome{
+		records: make([]wanted, 0, len(keys)),
+		events:  make([]event, 0, len(keys)),
+		probes:  make([]probe, 0, len(keys)),
+	}
 	groups := make(map[string]time.Time) // group -> the earliest change observed in it
 	for _, key := range keys {
 		start := time.Now()
-		observed := c.takeObserved(key)
+		observed := c.observed.take(key)
 		pub, svc, err := c.publication(key)
 		if err != nil {
-			return 0, fmt.Errorf("sync %s: %w", key, err)
+			return outcome{}, fmt.Errorf("sync %s: %w", key, err)
 		}
-		c.checkHealth(key, pub)
+		c.checkHealth(&out, key, pub)
 		c.mu.Lock()
-		for _, g := range c.updateLocked(key, pub) {
+		for _, g := range c.index.Update(key, pub) {
 			if t, ok := groups[g]; !ok || t.IsZero() || !observed.IsZero() && observed.Before(t) {
 				groups[g] = observed
 			}
 		}
 		c.mu.Unlock()
-		c.queueStatus(svc, pub)
+		c.statusOf(&out, svc, pub)
 		if c.cfg.ObserveReconcile != nil {
 			c.cfg.ObserveReconcile(time.Since(start))
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	out.seq = c.order.begin()
 	touched := make(map[string]bool, len(keys))
 	for _, key := range keys {
 		touched[key] = true
@@ -606,12 +643,12 @@ func (c *Controller) syncAll() (int, error) {
 	}
 	slices.Sort(order)
 	for _, g := range order {
-		c.resolveLocked(g, groups[g], touched)
+		c.resolveLocked(&out, g, groups[g], touched)
 	}
 	for s := range touched {
-		c.reportLocked(s)
+		c.reportLocked(&out, s)
 	}
-	return len(keys), nil
+	return out, nil
 }
 
 // cachedKeys returns the keys of every cached object and every object the index still holds.
@@ -641,7 +678,7 @@ func (c *Controller) cachedKeys() ([]string, error) {
 
 // Resync enqueues every object and asks the publisher to compare everything
 // again; a new leader calls it to write the status its predecessor left.
-func (c *Controller) Resync() { c.resync(context.Background()) }
+func (c *Controller) Resync(ctx context.Context) { c.resync(ctx) }
 
 // Conflicts returns the number of hostname claims currently refused.
 func (c *Controller) Conflicts() int {
@@ -680,19 +717,26 @@ func (c *Controller) resync(context.Context) {
 }
 
 func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNextWorkItem() {
+	for c.processNextWorkItem(ctx) {
 	}
 }
 
 // processNextWorkItem handles one key. A transient error requeues the key with
 // backoff; a permanent one is logged and the key forgotten.
-func (c *Controller) processNextWorkItem() bool {
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	key, shutdown := c.queue.Get()
 	if shutdown {
 		return false
 	}
 	defer c.queue.Done(key)
-	err := c.sync(key)
+	start := time.Now()
+	out, err := c.sync(ctx, key)
+	if err == nil {
+		c.apply(out)
+		if c.cfg.ObserveReconcile != nil {
+			c.cfg.ObserveReconcile(time.Since(start))
+		}
+	}
 	switch {
 	case err == nil:
 		c.queue.Forget(key)
@@ -711,24 +755,31 @@ var errPermanent = errors.New("permanent")
 
 func isPermanent(err error) bool { return errors.Is(err, errPermanent) }
 
-// sync brings the records of one object up to date, and queues the status of
-// a Service skylb implements when it is to be written.
-func (c *Controller) sync(key string) error {
-	start := time.Now()
-	observed := c.takeObserved(key)
+// sync decides what the current state of one object means: the records of
+// the groups of names it touches, the Events of the objects whose problems or
+// names changed, the targets to probe, and the status of a Service skylb
+// implements when it is to be written. It reads the listers and updates the
+// controller's bookkeeping; the caller applies the outcome.
+func (c *Controller) sync(_ context.Context, key string) (outcome, error) {
+	observed := c.observed.take(key)
 	pub, svc, err := c.publication(key)
 	if err != nil {
-		return err
+		return outcome{}, err
 	}
-	c.checkHealth(key, pub)
+	var out outcome
+	c.checkHealth(&out, key, pub)
 	c.mu.Lock()
-	c.applyLocked(key, pub, observed)
-	c.mu.Unlock()
-	if c.cfg.ObserveReconcile != nil {
-		c.cfg.ObserveReconcile(time.Since(start))
+	out.seq = c.order.begin()
+	touched := map[string]bool{key: true}
+	for _, g := range c.index.Update(key, pub) {
+		c.resolveLocked(&out, g, observed, touched)
 	}
-	c.queueStatus(svc, pub)
-	return nil
+	for s := range touched {
+		c.reportLocked(&out, s)
+	}
+	c.mu.Unlock()
+	c.statusOf(&out, svc, pub)
+	return out, nil
 }
 
 // publication reads an object from the caches and computes what it publishes;
@@ -765,30 +816,13 @@ func (c *Controller) publication(key string) (*source.Publication, *corev1.Servi
 	return nil, nil, fmt.Errorf("unknown kind in key %q: %w", key, errPermanent)
 }
 
-// applyLocked stores a publication, resolves the groups it touches and hands the
-// resulting records to the publisher.
-func (c *Controller) applyLocked(src string, pub *source.Publication, observed time.Time) {
-	touched := map[string]bool{src: true}
-	for _, g := range c.updateLocked(src, pub) {
-		c.resolveLocked(g, observed, touched)
-	}
-	for s := range touched {
-		c.reportLocked(s)
-	}
-}
-
-// updateLocked stores the publication of src (nil: none) and returns the
-// groups whose records may have changed.
-func (c *Controller) updateLocked(src string, pub *source.Publication) []string {
-	return c.index.Update(src, pub)
-}
-
-// resolveLocked resolves one group, hands its records to the publisher and
-// adds to touched the sources whose problems or published names may have changed.
-func (c *Controller) resolveLocked(g string, observed time.Time, touched map[string]bool) {
+// resolveLocked resolves one group, adds its records to out and adds to
+// touched the sources whose problems or published names may have changed.
+func (c *Controller) resolveLocked(out *outcome, g string, observed time.Time, touched map[string]bool) {
 	res := c.index.Resolve(g)
+	out.records = slices.Grow(out.records, len(res.Records))
 	for stored, records := range res.Records {
-		c.setLocked(stored, publish.Want{Records: records, Shared: res.Shared[stored], Observed: observed})
+		c.setLocked(out, stored, publish.Want{Records: records, Shared: res.Shared[stored], Observed: observed})
 	}
 	for s := range c.conflict[g] {
 		touched[s] = true
@@ -814,9 +848,9 @@ func (c *Controller) resolveLocked(g string, observed time.Time, touched map[str
 	}
 }
 
-// tellPublishedLocked sends a Normal Event when the names or addresses an object
-// publishes change, so that kubectl describe shows what skylb did with it.
-func (c *Controller) tellPublishedLocked(src string, pub *source.Publication) {
+// tellPublishedLocked adds to out a Normal Event when the names or addresses an
+// object publishes change, so that kubectl describe shows what skylb did with it.
+func (c *Controller) tellPublishedLocked(out *outcome, src string, pub *source.Publication) {
 	var names []string
 	for _, g := range c.index.GroupsOf(src) {
 		names = append(names, c.granted[g][src]...)
@@ -846,16 +880,12 @@ func (c *Controller) tellPublishedLocked(src string, pub *source.Publication) {
 		return
 	}
 	c.told[src] = h
-	c.event(&pub.Ref, corev1.EventTypeNormal, "Published", msg)
+	out.event(&pub.Ref, corev1.EventTypeNormal, "Published", msg)
 }
 
 // FailOpen returns the number of objects publishing all their addresses
 // because none passes its health check.
-func (c *Controller) FailOpen() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.failOpen)
-}
+func (c *Controller) FailOpen() int { return c.health.failingOpen() }
 
 // event records an Event on an object, unless another replica leads or this is a dry run.
 func (c *Controller) event(obj *corev1.ObjectReference, kind, reason, message string) {
@@ -865,8 +895,9 @@ func (c *Controller) event(obj *corev1.ObjectReference, kind, reason, message st
 	c.recorder.Event(obj, kind, reason, message)
 }
 
-// reportLocked emits a Warning Event for each problem of an object not told before.
-func (c *Controller) reportLocked(src string) {
+// reportLocked adds to out a Warning Event for each problem of an object not
+// told before.
+func (c *Controller) reportLocked(out *outcome, src string) {
 	pub := c.index.Publication(src)
 	if pub == nil {
 		delete(c.reported, src)
@@ -874,14 +905,14 @@ func (c *Controller) reportLocked(src string) {
 		delete(c.endpoints, src)
 		return
 	}
-	c.tellPublishedLocked(src, pub)
-	current := c.holdNoEndpointsLocked(src, pub, slices.Clone(pub.Problems))
+	c.tellPublishedLocked(out, src, pub)
+	current := c.holdNoEndpointsLocked(out, src, pub, slices.Clone(pub.Problems))
 	for _, g := range c.index.GroupsOf(src) {
 		current = append(current, c.conflict[g][src]...)
 	}
 	for _, p := range current {
 		if !slices.Contains(c.reported[src], p) {
-			c.event(&pub.Ref, corev1.EventTypeWarning, p.Reason, p.Message)
+			out.event(&pub.Ref, corev1.EventTypeWarning, p.Reason, p.Message)
 			c.cfg.Log.WithFields(logrus.Fields{"object": src, "reason": p.Reason}).Warn(p.Message)
 		}
 	}

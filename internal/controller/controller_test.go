@@ -83,21 +83,10 @@ func runWith(t *testing.T, srv *etcdtest.Server, cfg source.Config, objects ...r
 func (e *env) names() []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	resp, err := e.etcd.Get(ctx, "/skydns/", clientv3.WithPrefix())
+	out, err := etcdtest.Records(ctx, e.etcd, "/skydns")
 	if err != nil {
 		return []string{"error: " + err.Error()}
 	}
-	var out []string
-	for _, kv := range resp.Kvs {
-		name, _, _ := skydns.SplitKey("/skydns", string(kv.Key))
-		v, err := skydns.Decode(kv.Value)
-		if err != nil {
-			out = append(out, name+" garbage")
-			continue
-		}
-		out = append(out, name+" "+v.Host)
-	}
-	slices.Sort(out)
 	return out
 }
 

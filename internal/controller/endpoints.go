@@ -40,9 +40,9 @@ func (w endpointWatch) next(hasAddresses, noEndpoints bool, now time.Time, grace
 }
 
 // holdNoEndpointsLocked returns the problems of src to tell now: without its
-// NoEndpoints problem while that is held back, and then src is synced again
+// NoEndpoints problem while that is held back, and then out syncs src again
 // when it falls due.
-func (c *Controller) holdNoEndpointsLocked(src string, pub *source.Publication, problems []source.Problem) []source.Problem {
+func (c *Controller) holdNoEndpointsLocked(out *outcome, src string, pub *source.Publication, problems []source.Problem) []source.Problem {
 	noEndpoints := slices.ContainsFunc(problems, isNoEndpoints)
 	w, tell, wait := c.endpoints[src].next(len(pub.Addresses) > 0 || len(pub.Targets) > 0, noEndpoints, time.Now(), c.cfg.NoEndpointsGrace)
 	if w == (endpointWatch{}) {
@@ -53,7 +53,7 @@ func (c *Controller) holdNoEndpointsLocked(src string, pub *source.Publication, 
 	if !noEndpoints || tell {
 		return problems
 	}
-	c.queue.AddAfter(src, wait)
+	out.requeue = append(out.requeue, requeue{key: src, after: wait})
 	return slices.DeleteFunc(problems, isNoEndpoints)
 }
 

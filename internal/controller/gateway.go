@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +49,8 @@ type gatewayState struct {
 	kinds  []*gatewayKind // the Gateway first
 	// kick is signalled when a Gateway API CRD is created or changes.
 	kick chan struct{}
+	// running joins the informers started as their resources are served.
+	running sync.WaitGroup
 }
 
 func newGatewayState(client gatewayclient.Interface, crds metadata.Interface, poll time.Duration, transform cache.TransformFunc) *gatewayState {
@@ -265,7 +268,7 @@ func (c *Controller) startServed(ctx context.Context) ([]cache.InformerSynced, e
 			continue
 		}
 		c.cfg.Log.WithField("resource", k.resource+"."+gatewayv1.GroupName).Info("Gateway API resource served; watching it")
-		go k.informer.RunWithContext(ctx)
+		c.gw.running.Go(func() { k.informer.RunWithContext(ctx) })
 		synced = append(synced, k.informer.HasSynced)
 	}
 	return synced, nil
@@ -374,5 +377,5 @@ func (c *Controller) watchGatewayCRDs(ctx context.Context) {
 		c.cfg.Log.WithError(err).Warn("watch CustomResourceDefinitions")
 		return
 	}
-	go inf.RunWithContext(ctx)
+	c.gw.running.Go(func() { inf.RunWithContext(ctx) })
 }

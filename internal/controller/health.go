@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"net/netip"
+	"sync"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
@@ -19,19 +20,17 @@ func (c *Controller) RunHealth(ctx context.Context) { c.prober.Run(ctx) }
 // HealthStates returns the state of every probed target.
 func (c *Controller) HealthStates() map[health.Target]bool { return c.prober.States() }
 
-// checkHealth asks the prober to probe the addresses of pub and keeps those to
-// publish: the healthy ones (all of them when none is), or one in exclusive mode.
-func (c *Controller) checkHealth(src string, pub *source.Publication) {
+// checkHealth adds to out the addresses of pub to probe and keeps those to
+// publish: the healthy ones (all of them when none is), or one in exclusive
+// mode.
+func (c *Controller) checkHealth(out *outcome, src string, pub *source.Publication) {
 	if pub == nil {
-		c.prober.Want(src, nil)
-		c.mu.Lock()
-		delete(c.chosen, src)
-		delete(c.failOpen, src)
-		c.mu.Unlock()
+		out.probes = append(out.probes, probe{source: src})
+		c.health.forget(src)
 		return
 	}
 	targets := pub.HealthTargets()
-	c.prober.Want(src, targets)
+	out.probes = append(out.probes, probe{source: src, targets: targets})
 	if len(targets) == 0 && pub.Select != health.Exclusive {
 		return
 	}
@@ -43,24 +42,58 @@ func (c *Controller) checkHealth(src string, pub *source.Publication) {
 		}
 		return true
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	keep, failOpen := health.Select(pub.Addresses, healthy, pub.Select, c.chosen[src])
-	if pub.Select == health.Exclusive && len(keep) > 0 {
-		c.chosen[src] = keep[0]
-	}
+	keep, failOpen := c.health.choose(src, pub, healthy)
 	pub.Keep(keep)
-	if failOpen {
-		c.failOpen[src] = true
-	} else {
-		delete(c.failOpen, src)
-	}
 	if failOpen {
 		pub.Problems = append(pub.Problems, source.Problem{
 			Reason:  source.ReasonAllUnhealthy,
 			Message: "every address failed its health check: publishing all of them rather than none",
 		})
 	}
+}
+
+// healthChoices are what health checking chose for each object (by source):
+// the address exclusive mode publishes, and whether it publishes all its
+// addresses, none being healthy.
+type healthChoices struct {
+	mu       sync.Mutex
+	chosen   map[string]netip.Addr
+	failOpen map[string]bool
+}
+
+// choose selects the addresses of pub to publish, keeping the address chosen
+// before in exclusive mode while it stays healthy.
+func (h *healthChoices) choose(src string, pub *source.Publication, healthy func(netip.Addr) bool) (keep []netip.Addr, failOpen bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.chosen == nil {
+		h.chosen, h.failOpen = make(map[string]netip.Addr), make(map[string]bool)
+	}
+	keep, failOpen = health.Select(pub.Addresses, healthy, pub.Select, h.chosen[src])
+	if pub.Select == health.Exclusive && len(keep) > 0 {
+		h.chosen[src] = keep[0]
+	}
+	if failOpen {
+		h.failOpen[src] = true
+	} else {
+		delete(h.failOpen, src)
+	}
+	return keep, failOpen
+}
+
+// forget drops the choices of an object that publishes nothing.
+func (h *healthChoices) forget(src string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.chosen, src)
+	delete(h.failOpen, src)
+}
+
+// failingOpen returns the number of objects publishing all their addresses.
+func (h *healthChoices) failingOpen() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.failOpen)
 }
 
 // healthChanged is told by the prober that a target changed state: the objects
@@ -70,14 +103,16 @@ func (c *Controller) healthChanged(ch health.Change) {
 	if !ch.Healthy {
 		kind, reason, verb = corev1.EventTypeWarning, "AddressUnhealthy", "failed its health check ("+ch.Reason+")"
 	}
+	var out outcome
 	for _, src := range ch.Sources {
 		c.cfg.Log.WithFields(logrus.Fields{"object": src, "address": ch.Target.String(), "healthy": ch.Healthy}).Info("health changed")
 		c.mu.Lock()
 		pub := c.index.Publication(src)
 		c.mu.Unlock()
 		if pub != nil {
-			c.event(&pub.Ref, kind, reason, "address "+ch.Target.String()+" "+verb)
+			out.event(&pub.Ref, kind, reason, "address "+ch.Target.String()+" "+verb)
 		}
-		c.enqueue(src)
+		out.requeue = append(out.requeue, requeue{key: src})
 	}
+	c.apply(out)
 }

@@ -27,7 +27,7 @@ const statusTimeout = 10 * time.Second
 // in the copy. The patch carries the Service's uid, so that it never lands on
 // a Service re-created under the same name; without a resource version it
 // needs no retry on conflict.
-func (c *Controller) writeStatus(cached *corev1.Service, want []corev1.LoadBalancerIngress) error {
+func (c *Controller) writeStatus(ctx context.Context, cached *corev1.Service, want []corev1.LoadBalancerIngress) error {
 	if source.StatusEqual(cached.Status.LoadBalancer.Ingress, want) {
 		return nil
 	}
@@ -43,7 +43,7 @@ func (c *Controller) writeStatus(cached *corev1.Service, want []corev1.LoadBalan
 	if err != nil {
 		return fmt.Errorf("status patch of service %s/%s: %w", cached.Namespace, cached.Name, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	_, err = c.kube.CoreV1().Services(cached.Namespace).Patch(ctx, cached.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	switch {
@@ -107,29 +107,31 @@ func describeStatus(ingress []corev1.LoadBalancerIngress) string {
 // statusWorkers is the number of goroutines writing Service status.
 const statusWorkers = 2
 
-// queueStatus queues the status of a Service for writing when it differs from
-// what its publication wants (or is a stale status skylb wrote). Status writes
-// have a queue and workers of their own: they are API requests, throttled by
-// the client's rate limit, and must never hold up the records of other
-// objects behind them.
-func (c *Controller) queueStatus(svc *corev1.Service, pub *source.Publication) {
-	if svc == nil || !c.cfg.Leading() {
+// statusOf adds to out the status of a Service when it differs from what its
+// publication wants (or is a stale status skylb wrote). The status is queued
+// for writing: status writes have a queue and workers of their own, for they
+// are API requests, throttled by the client's rate limit, and must never hold
+// up the records of other objects behind them.
+func (c *Controller) statusOf(out *outcome, svc *corev1.Service, pub *source.Publication) {
+	if svc == nil {
 		return
 	}
+	var want []corev1.LoadBalancerIngress
 	switch {
 	case pub != nil && pub.WriteStatus:
 		if source.StatusEqual(svc.Status.LoadBalancer.Ingress, pub.Status) {
 			return
 		}
+		want = pub.Status
 	case pub != nil || !c.builder.StaleStatus(svc):
 		return
 	}
-	c.statusQueue.Add(svc.Namespace + "/" + svc.Name)
+	out.status = append(out.status, status{service: svc.Namespace + "/" + svc.Name, ingress: want})
 }
 
 // syncStatus writes the status of one Service ("namespace/name") as its current
 // publication wants it.
-func (c *Controller) syncStatus(key string) error {
+func (c *Controller) syncStatus(ctx context.Context, key string) error {
 	if !c.cfg.Leading() {
 		return nil
 	}
@@ -145,26 +147,26 @@ func (c *Controller) syncStatus(key string) error {
 	c.mu.Unlock()
 	switch {
 	case pub != nil && pub.WriteStatus:
-		return c.writeStatus(svc, pub.Status)
+		return c.writeStatus(ctx, svc, pub.Status)
 	case pub == nil && c.builder.StaleStatus(svc):
-		return c.writeStatus(svc, nil)
+		return c.writeStatus(ctx, svc, nil)
 	}
 	return nil
 }
 
-func (c *Controller) runStatusWorker(context.Context) {
-	for c.processNextStatus() {
+func (c *Controller) runStatusWorker(ctx context.Context) {
+	for c.processNextStatus(ctx) {
 	}
 }
 
 // processNextStatus writes one queued status; a failure is retried with backoff.
-func (c *Controller) processNextStatus() bool {
+func (c *Controller) processNextStatus(ctx context.Context) bool {
 	key, shutdown := c.statusQueue.Get()
 	if shutdown {
 		return false
 	}
 	defer c.statusQueue.Done(key)
-	if err := c.syncStatus(key); err != nil {
+	if err := c.syncStatus(ctx, key); err != nil {
 		c.cfg.Log.WithError(err).WithField("service", key).Warn("status write failed; will retry")
 		c.statusQueue.AddRateLimited(key)
 		return true
@@ -177,7 +179,7 @@ func (c *Controller) processNextStatus() bool {
 // writes that fail stay queued for the workers.
 func (c *Controller) drainStatus(ctx context.Context) {
 	for ctx.Err() == nil && c.statusQueue.Len() > 0 {
-		if !c.processNextStatus() {
+		if !c.processNextStatus(ctx) {
 			return
 		}
 	}

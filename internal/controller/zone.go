@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
@@ -64,10 +63,10 @@ func newZoneState(cfg *ZoneConfig, zones []string) *zoneState {
 	return z
 }
 
-// setLocked hands the records of a stored name to the publisher. The apex of a
-// zone gets the guard when no object publishes records there; every cluster
-// keeps its own guard, so it is not claimed.
-func (c *Controller) setLocked(stored string, w publish.Want) {
+// setLocked adds to out the records of a stored name. The apex of a zone gets
+// the guard when no object publishes records there; every cluster keeps its
+// own guard, so it is not claimed.
+func (c *Controller) setLocked(out *outcome, stored string, w publish.Want) {
 	if z := c.zone; z != nil {
 		if zn, ok := z.apexZone[stored]; ok {
 			if len(w.Records) == 0 {
@@ -79,7 +78,7 @@ func (c *Controller) setLocked(stored string, w publish.Want) {
 			w.Records = zone.Apex(zn, w.Records, c.cfg.Source.TTL)
 		}
 	}
-	c.pub.Set(stored, w)
+	out.records = append(out.records, wanted{stored: stored, want: w})
 }
 
 // Nameservers returns the number of nameservers published for each zone; nil
@@ -99,11 +98,7 @@ func (c *Controller) Nameservers() map[string]int {
 
 // wakeZones asks for the nameservers to be computed again.
 func (c *Controller) wakeZones() {
-	c.observedMu.Lock()
-	if _, ok := c.observed[zoneKey]; !ok {
-		c.observed[zoneKey] = time.Now()
-	}
-	c.observedMu.Unlock()
+	c.observed.see(zoneKey)
 	select {
 	case c.zone.wake <- struct{}{}:
 	default:
@@ -183,7 +178,7 @@ func (c *Controller) runZones(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-c.zone.wake:
-			c.syncZones()
+			c.syncZones(ctx)
 		}
 	}
 }
@@ -191,28 +186,33 @@ func (c *Controller) runZones(ctx context.Context) {
 // syncZones computes the nameservers and hands the records of every zone (its
 // nameservers and its apex) to the publisher. It logs when the nameservers
 // change, with a warning for a zone with fewer than two.
-func (c *Controller) syncZones() {
+func (c *Controller) syncZones(ctx context.Context) {
 	z := c.zone
 	if z == nil {
 		return
 	}
-	observed := c.takeObserved(zoneKey)
+	observed := c.observed.take(zoneKey)
 	var found, refused []netip.Addr
 	if z.cfg.NameserverSelector != nil {
 		found, refused = c.builder.NameserverAddresses(z.cfg.NameserverSelector)
 	}
 	ns := zone.Assign(z.cfg.Nameservers, found)
 
+	var out outcome
 	c.mu.Lock()
+	out.seq = c.order.begin()
 	first := !z.synced
 	changed := first || !slices.Equal(ns, z.ns)
 	refusedChanged := !slices.Equal(refused, z.refused)
 	z.ns, z.refused, z.synced = ns, refused, true
 	for stored, records := range zone.Records(z.zones, ns, c.cfg.Source.TTL, z.granted) {
 		_, apex := z.apexZone[stored]
-		c.pub.Set(stored, publish.Want{Records: records, Unclaimed: apex && len(z.granted[stored]) == 0, Observed: observed})
+		out.records = append(out.records, wanted{stored: stored, want: publish.Want{
+			Records: records, Unclaimed: apex && len(z.granted[stored]) == 0, Observed: observed,
+		}})
 	}
 	c.mu.Unlock()
+	c.apply(out)
 
 	if refusedChanged && len(refused) > 0 {
 		var s []string

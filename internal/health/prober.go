@@ -38,14 +38,16 @@ type Result struct {
 	Err      error
 }
 
-// Prober probes targets and keeps their state.
+// Prober probes targets and keeps their state. Want says what to probe; Run
+// probes it, starting the targets wanted while it runs as they come.
 type Prober struct {
 	sem      chan struct{}
 	onChange func(Change)
 	onResult func(Result)
+	// wake tells Run that targets wait to be started.
+	wake chan struct{}
 
 	mu      sync.Mutex
-	ctx     context.Context // set while running
 	targets map[Target]*state
 	wants   map[string][]Target // source -> targets
 }
@@ -55,17 +57,18 @@ type state struct {
 	successes int
 	failures  int
 	sources   map[string]struct{}
-	cancel    context.CancelFunc
+	cancel    context.CancelFunc // nil while the target is not being probed
 }
 
 // NewProber returns a Prober running at most workers probes at once. onChange
-// is called on every change of a target's state, onResult after every probe;
-// either may be nil.
+// is called on every change of a target's state,
+// onResult after every probe; either may be nil.
 func NewProber(workers int, onChange func(Change), onResult func(Result)) *Prober {
 	return &Prober{
 		sem:      make(chan struct{}, max(1, workers)),
 		onChange: onChange,
 		onResult: onResult,
+		wake:     make(chan struct{}, 1),
 		targets:  make(map[Target]*state),
 		wants:    make(map[string][]Target),
 	}
@@ -100,16 +103,21 @@ func (p *Prober) Want(source string, targets []Target) {
 		return
 	}
 	p.wants[source] = targets
+	added := false
 	for _, t := range targets {
 		st := p.targets[t]
 		if st == nil {
 			st = &state{healthy: true, sources: make(map[string]struct{})}
 			p.targets[t] = st
-			if p.ctx != nil {
-				p.startLocked(t, st)
-			}
+			added = true
 		}
 		st.sources[source] = struct{}{}
+	}
+	if added {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -134,32 +142,47 @@ func (p *Prober) States() map[Target]bool {
 	return out
 }
 
-// Run probes every wanted target until ctx ends. Each run starts from every
-// target healthy.
+// Run probes every wanted target until ctx ends, and returns once every probe
+// has stopped. Each run starts from every target healthy. Only one Run may
+// run at a time.
 func (p *Prober) Run(ctx context.Context) {
+	var wg sync.WaitGroup
 	p.mu.Lock()
-	p.ctx = ctx
-	for t, st := range p.targets {
+	for _, st := range p.targets {
 		st.healthy, st.successes, st.failures = true, 0, 0
-		p.startLocked(t, st)
 	}
 	p.mu.Unlock()
-	<-ctx.Done()
-	p.mu.Lock()
-	p.ctx = nil
-	for _, st := range p.targets {
-		if st.cancel != nil {
-			st.cancel()
-			st.cancel = nil
+	for {
+		p.startWaiting(ctx, &wg)
+		select {
+		case <-p.wake:
+		case <-ctx.Done():
+			p.mu.Lock()
+			for _, st := range p.targets {
+				if st.cancel != nil {
+					st.cancel()
+					st.cancel = nil
+				}
+			}
+			p.mu.Unlock()
+			wg.Wait()
+			return
 		}
 	}
-	p.mu.Unlock()
 }
 
-func (p *Prober) startLocked(t Target, st *state) {
-	ctx, cancel := context.WithCancel(p.ctx)
-	st.cancel = cancel
-	go p.loop(ctx, t)
+// startWaiting starts probing the targets not being probed.
+func (p *Prober) startWaiting(ctx context.Context, wg *sync.WaitGroup) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for t, st := range p.targets {
+		if st.cancel != nil {
+			continue
+		}
+		tctx, cancel := context.WithCancel(ctx)
+		st.cancel = cancel
+		wg.Go(func() { p.loop(tctx, t) })
+	}
 }
 
 // loop probes one target at its interval, starting at a random point of the

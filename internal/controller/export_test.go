@@ -1,0 +1,132 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+)
+
+// NewOnListers returns a Controller whose informers' caches hold objects, as
+// the informers' transform leaves them, and which runs nothing: no informer,
+// no queue, no publisher. Its syncs read the caches alone.
+func NewOnListers(cfg Config, objects ...runtime.Object) (*Controller, error) {
+	c := New(cfg, fake.NewClientset(), nil, nil)
+	strip := transform(cfg.Zone)
+	for _, obj := range objects {
+		inf, err := c.informerOf(obj)
+		if err != nil {
+			return nil, err
+		}
+		stripped, err := strip(obj.DeepCopyObject())
+		if err != nil {
+			return nil, err
+		}
+		if err := inf.GetIndexer().Add(stripped); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Delete removes an object from the caches, as its deletion would.
+func (c *Controller) Delete(obj runtime.Object) error {
+	inf, err := c.informerOf(obj)
+	if err != nil {
+		return err
+	}
+	return inf.GetIndexer().Delete(obj)
+}
+
+func (c *Controller) informerOf(obj runtime.Object) (cache.SharedIndexInformer, error) {
+	switch obj.(type) {
+	case *corev1.Service:
+		return c.factory.Core().V1().Services().Informer(), nil
+	case *corev1.Node:
+		return c.factory.Core().V1().Nodes().Informer(), nil
+	case *discoveryv1.EndpointSlice:
+		return c.factory.Discovery().V1().EndpointSlices().Informer(), nil
+	case *networkingv1.Ingress:
+		return c.factory.Networking().V1().Ingresses().Informer(), nil
+	}
+	return nil, fmt.Errorf("no informer for a %T", obj)
+}
+
+// Decision is an outcome as a test compares it.
+type Decision struct {
+	// Records are the records handed over, as "name host" lines ("name host
+	// shared" where the name is shared with other clusters), and the names
+	// emptied, as "name -", sorted.
+	Records []string
+	// Events are "type reason: message", sorted.
+	Events []string
+	// Status is, by Service, the load-balancer ingress to write (IPs or host
+	// names); an empty list clears it.
+	Status map[string][]string
+	// Probes are, by object, the health targets wanted.
+	Probes map[string][]string
+	// Requeue are the keys to sync again later.
+	Requeue []string
+}
+
+// Sync syncs one key ("kind/namespace/name") and returns its decision
+// without applying it.
+func (c *Controller) Sync(ctx context.Context, key string) (Decision, error) {
+	out, err := c.sync(ctx, key)
+	if err != nil {
+		return Decision{}, err
+	}
+	return decision(out), nil
+}
+
+func decision(out outcome) Decision {
+	var d Decision
+	for _, w := range out.records {
+		if len(w.want.Records) == 0 {
+			d.Records = append(d.Records, w.stored+" -")
+		}
+		for _, r := range w.want.Records {
+			line := r.Name + " " + r.Host
+			if w.want.Shared {
+				line += " shared"
+			}
+			d.Records = append(d.Records, line)
+		}
+	}
+	slices.Sort(d.Records)
+	for _, e := range out.events {
+		d.Events = append(d.Events, e.kind+" "+e.reason+": "+e.message)
+	}
+	slices.Sort(d.Events)
+	for _, s := range out.status {
+		if d.Status == nil {
+			d.Status = map[string][]string{}
+		}
+		ingress := []string{}
+		for _, ing := range s.ingress {
+			ingress = append(ingress, ing.IP+ing.Hostname)
+		}
+		d.Status[s.service] = ingress
+	}
+	for _, p := range out.probes {
+		if len(p.targets) == 0 {
+			continue
+		}
+		if d.Probes == nil {
+			d.Probes = map[string][]string{}
+		}
+		for _, t := range p.targets {
+			d.Probes[p.source] = append(d.Probes[p.source], t.String())
+		}
+	}
+	for _, r := range out.requeue {
+		d.Requeue = append(d.Requeue, r.key)
+	}
+	return d
+}

@@ -1,0 +1,136 @@
+package controller
+
+import (
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/skylb/skylb/internal/health"
+	"github.com/skylb/skylb/internal/publish"
+)
+
+// outcome is what a sync decided: the records to hand to the publisher, the
+// Events to send, the targets to probe, the Service status to write and the
+// objects to sync again later. The decision reads the listers and the
+// controller's own bookkeeping; apply alone carries it out.
+type outcome struct {
+	records []wanted
+	events  []event
+	probes  []probe
+	status  []status
+	requeue []requeue
+	// seq is the decision's place among the decisions of records (see
+	// order); 0 when it decided no records.
+	seq uint64
+}
+
+// wanted is what is wanted at one stored name.
+type wanted struct {
+	stored string
+	want   publish.Want
+}
+
+// event is an Event to send on an object. ref points into the object's
+// publication, which is replaced when the object changes, never modified.
+type event struct {
+	ref                   *corev1.ObjectReference
+	kind, reason, message string
+}
+
+// probe is the health targets one object wants probed; none stops probing it.
+type probe struct {
+	source  string
+	targets []health.Target
+}
+
+// status is the status.loadBalancer.ingress a Service ("namespace/name")
+// should have; nil clears a status skylb wrote.
+type status struct {
+	service string
+	ingress []corev1.LoadBalancerIngress
+}
+
+// requeue is an object to sync again after a while.
+type requeue struct {
+	key   string
+	after time.Duration
+}
+
+func (o *outcome) event(ref *corev1.ObjectReference, kind, reason, message string) {
+	o.events = append(o.events, event{ref: ref, kind: kind, reason: reason, message: message})
+}
+
+// apply carries out an outcome: records to the publisher, in the order they
+// were decided, Events to the recorder unless another replica leads or this
+// is a dry run, targets to the prober, status to the status queue while
+// leading, and requeued keys to the queue.
+func (c *Controller) apply(out outcome) {
+	c.order.hand(out.seq, out.records, c.pub.Set)
+	for _, p := range out.probes {
+		c.prober.Want(p.source, p.targets)
+	}
+	for _, e := range out.events {
+		c.event(e.ref, e.kind, e.reason, e.message)
+	}
+	if len(out.status) > 0 && c.cfg.Leading() {
+		for _, s := range out.status {
+			c.statusQueue.Add(s.service)
+		}
+	}
+	for _, r := range out.requeue {
+		if r.after <= 0 {
+			c.enqueue(r.key)
+			continue
+		}
+		c.queue.AddAfter(r.key, r.after)
+	}
+}
+
+// order hands decided records to the publisher in the order they were
+// decided. Decisions are made under Controller.mu and applied after it is
+// released, so two workers resolving the same group could otherwise hand
+// their records over in the wrong order, the older last. Lock order:
+// Controller.mu, then order.mu, then the publisher's.
+type order struct {
+	mu       sync.Mutex
+	next     uint64
+	inFlight int // decisions made and not yet handed over
+	// last holds, by stored name, the decision last handed over, while any
+	// decision is in flight: one older than it is not handed over.
+	last map[string]uint64
+}
+
+// begin numbers a decision of records; it is called with Controller.mu held,
+// and the decision is handed over with hand.
+func (o *order) begin() uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.next++
+	o.inFlight++
+	return o.next
+}
+
+// hand gives the records of decision seq to set, but for the stored names a
+// later decision has set already. Decision 0 (none) hands nothing.
+func (o *order) hand(seq uint64, records []wanted, set func(stored string, w publish.Want)) {
+	if seq == 0 {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.last == nil {
+		o.last = make(map[string]uint64)
+	}
+	for _, r := range records {
+		if o.last[r.stored] > seq {
+			continue
+		}
+		o.last[r.stored] = seq
+		set(r.stored, r.want)
+	}
+	if o.inFlight--; o.inFlight == 0 {
+		// No older decision can come any more.
+		clear(o.last)
+	}
+}
