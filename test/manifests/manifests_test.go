@@ -236,14 +236,6 @@ func startStack(ctx context.Context, t *testing.T, root string) func() (*stack.S
 	return func() (*stack.Stack, error) { <-done; return s, err }
 }
 
-// goTool returns the go command.
-func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return "/usr/local/go/bin/go"
-}
-
 // fetchCRDs downloads the modules of crdSources in the background (from the
 // module cache when they are there) and returns a function that waits for the
 // CRD file paths.
@@ -262,7 +254,7 @@ func fetchCRDs(ctx context.Context, t *testing.T) func() ([]string, error) {
 		}
 		cctx, cancel := context.WithTimeout(ctx, 45*time.Second)
 		defer cancel()
-		cmd := exec.CommandContext(cctx, goTool(), args...)
+		cmd := exec.CommandContext(cctx, stack.GoTool(), args...)
 		cmd.Dir = tmp // outside any module: go.mod and go.sum stay untouched
 		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
 		var stderr bytes.Buffer
@@ -1517,7 +1509,15 @@ func coreDNS(ctx context.Context, t *testing.T, s *stack.Stack, bin string, rr *
 		t.Error("CoreDNS probes: want /health for liveness and /ready for readiness")
 	}
 
-	dnsPort, health, ready, metrics := freePort(t), freePort(t), freePort(t), freePort(t)
+	var free [4]int
+	for i := range free {
+		port, err := stack.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		free[i] = port
+	}
+	dnsPort, health, ready, metrics := free[0], free[1], free[2], free[3]
 	local := map[string]string{
 		"SKYLB_DNS_BIND":      "127.0.0.1",
 		"SKYLB_DNS_PORT":      fmt.Sprint(dnsPort),
@@ -1643,7 +1643,10 @@ func skylbRuns(ctx context.Context, t *testing.T, s *stack.Stack, rr *rendering)
 		t.Fatal(err)
 	}
 
-	httpPort := freePort(t)
+	httpPort, err := stack.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	args = setFlag(args, "etcd-endpoints", s.EtcdURL)
 	args = setFlag(args, "etcd-ca-file", filepath.Join(s.Certs, "ca.crt"))
 	args = setFlag(args, "etcd-cert-file", filepath.Join(s.Certs, "skylb.crt"))
@@ -1820,24 +1823,4 @@ func waitFor(ctx context.Context, t *testing.T, timeout time.Duration, what stri
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// freePort returns a loopback port free for TCP and UDP.
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp4", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp4", fmt.Sprintf("127.0.0.1:%d", port))
-		l.Close()
-		if err == nil {
-			u.Close()
-			return port
-		}
-	}
-	t.Fatal("no free loopback port")
-	return 0
 }
