@@ -452,7 +452,7 @@ func (e *env) testApexAtNameserver(t *testing.T) {
 	e.service(t, "apexcheck", "192.0.2.90")
 	stack.Eventually(t, 10*time.Second, "apexcheck published", func() (bool, string) {
 		m, err := stack.Exchange(ns1Addr, "apexcheck.default."+zoneName, dns.TypeA)
-		return err == nil && slices.Equal(addrs(m), []string{"192.0.2.90"}), fmt.Sprint(m, err)
+		return err == nil && slices.Equal(stack.Answers(m), []string{"192.0.2.90"}), fmt.Sprint(m, err)
 	})
 	for _, addr := range []string{ns1Addr, ns2Addr} {
 		for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
@@ -472,7 +472,7 @@ func (e *env) testApexAtNameserver(t *testing.T) {
 		if got := nsNames(m); len(got) != 2 || m.Rcode != dns.RcodeSuccess {
 			t.Errorf("NS %s at %s = %s %q, want the two nameservers", zoneName, addr, dns.RcodeToString[m.Rcode], got)
 		}
-		if got := addrs(&dns.Msg{Answer: m.Extra}); !slices.Equal(got, []string{ns1Addr, ns2Addr}) {
+		if got := stack.Answers(&dns.Msg{Answer: m.Extra}); !slices.Equal(got, []string{ns1Addr, ns2Addr}) {
 			t.Errorf("glue of NS %s at %s = %q, want [%s %s]", zoneName, addr, got, ns1Addr, ns2Addr)
 		}
 		m, err = stack.Exchange(addr, zoneName, dns.TypeSOA)
@@ -494,7 +494,7 @@ func (e *env) testResolver(t *testing.T, resolver string) {
 	// A Service's name resolves to its addresses.
 	stack.Eventually(t, 3*ttl*time.Second, name+" through "+resolver, func() (bool, string) {
 		m, err := stack.Exchange(resolver, name, dns.TypeA)
-		return err == nil && m.Rcode == dns.RcodeSuccess && slices.Equal(addrs(m), []string{"192.0.2.11"}), describe(m, err)
+		return err == nil && m.Rcode == dns.RcodeSuccess && slices.Equal(stack.Answers(m), []string{"192.0.2.11"}), describe(m, err)
 	})
 
 	// NS and SOA at the apex.
@@ -504,7 +504,7 @@ func (e *env) testResolver(t *testing.T, resolver string) {
 	}
 	for i, host := range []string{"ns1", "ns2"} {
 		m := mustQuery(t, resolver, host+".ns.dns."+zoneName, dns.TypeA)
-		if got, want := addrs(m), []string{[]string{ns1Addr, ns2Addr}[i]}; !slices.Equal(got, want) {
+		if got, want := stack.Answers(m), []string{[]string{ns1Addr, ns2Addr}[i]}; !slices.Equal(got, want) {
 			t.Errorf("A %s.ns.dns.%s through %s = %q, want %q", host, zoneName, resolver, got, want)
 		}
 	}
@@ -547,15 +547,15 @@ func (e *env) testResolver(t *testing.T, resolver string) {
 	stack.Eventually(t, limit, name+" changes at the nameserver", func() (bool, string) {
 		m, err := stack.Exchange(ns1Addr, name, dns.TypeA)
 		atNS = time.Since(changed)
-		return err == nil && slices.Equal(addrs(m), []string{"192.0.2.12"}), describe(m, err)
+		return err == nil && slices.Equal(stack.Answers(m), []string{"192.0.2.12"}), describe(m, err)
 	})
 	stack.Eventually(t, limit, name+" changes through "+resolver, func() (bool, string) {
 		m, err := stack.Exchange(resolver, name, dns.TypeA)
 		atResolver = time.Since(changed)
-		if err == nil && slices.Equal(addrs(m), []string{"192.0.2.11"}) {
+		if err == nil && slices.Equal(stack.Answers(m), []string{"192.0.2.11"}) {
 			stale++
 		}
-		return err == nil && slices.Equal(addrs(m), []string{"192.0.2.12"}), describe(m, err)
+		return err == nil && slices.Equal(stack.Answers(m), []string{"192.0.2.12"}), describe(m, err)
 	})
 	t.Logf("a change of %s reached the nameserver after %v and the clients of %s after %v (TTL %ds; %d answers from the cache in between)",
 		name, atNS.Round(time.Millisecond), resolver, atResolver.Round(time.Millisecond), ttl, stale)
@@ -578,7 +578,7 @@ func (e *env) testNameserverDown(t *testing.T) {
 		start := time.Now()
 		stack.Eventually(t, 20*time.Second, "api through "+resolver+" with "+ns1Addr+" down", func() (bool, string) {
 			m, err := stack.Exchange(resolver, "api.default."+zoneName, dns.TypeA)
-			return err == nil && slices.Equal(addrs(m), []string{"192.0.2.21"}), describe(m, err)
+			return err == nil && slices.Equal(stack.Answers(m), []string{"192.0.2.21"}), describe(m, err)
 		})
 		t.Logf("with %s down, %s answered a new name after %v", ns1Addr, resolver, time.Since(start).Round(time.Millisecond))
 	}
@@ -689,24 +689,6 @@ func mustQuery(t *testing.T, server, name string, qtype uint16) *dns.Msg {
 	return m
 }
 
-// addrs returns the sorted A and AAAA data of the answer section.
-func addrs(m *dns.Msg) []string {
-	if m == nil {
-		return nil
-	}
-	var out []string
-	for _, rr := range m.Answer {
-		switch v := rr.(type) {
-		case *dns.A:
-			out = append(out, v.A.String())
-		case *dns.AAAA:
-			out = append(out, v.AAAA.String())
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // nsNames returns the sorted NS targets of the answer section.
 func nsNames(m *dns.Msg) []string {
 	var out []string
@@ -733,7 +715,7 @@ func describe(m *dns.Msg, err error) string {
 	if err != nil {
 		return err.Error()
 	}
-	return fmt.Sprintf("%s %q", dns.RcodeToString[m.Rcode], addrs(m))
+	return fmt.Sprintf("%s %q", dns.RcodeToString[m.Rcode], stack.Answers(m))
 }
 
 // --- processes ----------------------------------------------------------------

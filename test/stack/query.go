@@ -34,8 +34,11 @@ func Query(server, name string, qtype uint16) (int, []string, error) {
 
 // Answers returns, sorted, the data of the answer section of m: the addresses
 // (A, AAAA), the targets of NS records without the final dot, and
-// "CNAME target" for a CNAME.
+// "CNAME target" for a CNAME; nothing for a nil message.
 func Answers(m *dns.Msg) []string {
+	if m == nil {
+		return nil
+	}
 	var out []string
 	for _, rr := range m.Answer {
 		switch v := rr.(type) {

@@ -27,4 +27,7 @@ func TestAnswers(t *testing.T) {
 	if diff := cmp.Diff(want, Answers(m)); diff != "" {
 		t.Errorf("Answers (-want +got):\n%s", diff)
 	}
+	if got := Answers(nil); got != nil {
+		t.Errorf("Answers(nil) = %q, want nil", got)
+	}
 }
