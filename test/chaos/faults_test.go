@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"net/http"
 	"net/netip"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -125,27 +122,12 @@ func watchMember(ctx context.Context) (stack.EtcdMember, error) {
 	return stack.EtcdMember{}, fmt.Errorf("no member holds a watch stream")
 }
 
+// etcdMetric returns the value of a metric without labels on a member's
+// /metrics, or an error after 2 s (a paused member does not answer).
 func etcdMetric(ctx context.Context, m stack.EtcdMember, name string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.MetricsURL+"/metrics", nil)
-	if err != nil {
-		return 0, err
-	}
-	c := &http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			return strconv.ParseFloat(v, 64)
-		}
-	}
-	return 0, fmt.Errorf("%s: no %s", m.Name, name)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return stack.Metric(ctx, strings.TrimPrefix(m.MetricsURL, "http://"), name)
 }
 
 // leaderKill: kill -9 of the etcd leader during a burst of 500 Service changes.
