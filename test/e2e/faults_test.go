@@ -139,7 +139,7 @@ func TestRestartWithNothingChangedWritesNothing(t *testing.T) {
 	if err := p.Restart(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitReady(ctxT(t)); err != nil {
+	if err := st.WaitSkylbReady(ctxT(t), p); err != nil {
 		t.Fatal(err)
 	}
 	// The restarted skylb's first pass comes before the Service settle

@@ -7,7 +7,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -26,29 +25,9 @@ import (
 )
 
 var (
-	keep     = flag.Bool("keep", false, "leave the stack's directory (logs) behind")
-	st       *stack.Stack
-	httpAddr string // skylb's /healthz and /readyz
+	keep = flag.Bool("keep", false, "leave the stack's directory (logs) behind")
+	st   *stack.Stack
 )
-
-// waitReady waits until skylb's /readyz answers 200.
-func waitReady(ctx context.Context) error {
-	client := &http.Client{Timeout: time.Second}
-	for {
-		resp, err := client.Get("http://" + httpAddr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not ready: %w", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
 
 // Nodes of the test cluster. Their addresses are documentation addresses, used
 // only as data in DNS answers; nothing is ever sent to them.
@@ -104,16 +83,18 @@ func run(m *testing.M) int {
 	kctx, stopKubelet := context.WithCancel(context.Background())
 	defer stopKubelet()
 	go stack.RunKubelet(kctx, st.Kube, nodeNames())
-	if httpAddr, err = stack.FreeAddr(); err != nil {
+	httpAddr, err := stack.FreeAddr() // skylb's /healthz, /readyz and /metrics
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
 	skylbArgs = append(skylbArgs, "--http-address="+httpAddr)
-	if _, err := st.StartSkylb(ctx, skylbArgs...); err != nil {
+	sk, err := st.StartSkylb(ctx, skylbArgs...)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start skylb:", err)
 		return 1
 	}
-	if err := waitReady(ctx); err != nil {
+	if err := st.WaitSkylbReady(ctx, sk); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: skylb:", err)
 		return 1
 	}

@@ -48,7 +48,7 @@ func withoutSkylb(t *testing.T) {
 		}
 		if err := main.Restart(ctx); err != nil {
 			t.Errorf("restart skylb: %v", err)
-		} else if err := waitReady(ctx); err != nil {
+		} else if err := st.WaitSkylbReady(ctx, main); err != nil {
 			t.Errorf("skylb after the test: %v", err)
 		} else {
 			settle(t) // its first pass is in etcd before the next test
