@@ -238,4 +238,5 @@ func TestAPIServerRestart(t *testing.T) {
 	if !st.Proc("skylb").Running() {
 		t.Fatal("skylb exited while the API server was down")
 	}
+	controllersBack(t)
 }

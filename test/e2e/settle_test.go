@@ -19,7 +19,7 @@ import (
 	"github.com/skylb/skylb/test/stack"
 )
 
-// marks counts the Services settle created.
+// marks counts the Services settle and controllersBack created.
 var marks atomic.Int32
 
 // settle creates a Service of another implementation, with one address and
@@ -46,14 +46,35 @@ func drained(t *testing.T) {
 		hasEvent(t, "settle", "Service", name, "Published", "203.0.113.250"))
 }
 
-// mark creates the Service of settle and waits for its record; it returns the
-// record's revision, the path of its name and the Service's name.
-func mark(t *testing.T) (int64, string, string) {
+// controllersBack waits until a Service of pods is published again after the
+// API server came back: the watches of kube-controller-manager and of the
+// simulated kubelet reconnect with a backoff that grows to 30 s, and a test
+// that follows pods right after would wait for it. It runs one pod behind a
+// Service in namespace settle and waits until CoreDNS answers with its node's
+// address.
+func controllersBack(t *testing.T) {
+	t.Helper()
+	settleNamespace(t)
+	name := fmt.Sprintf("pods-%d", marks.Add(1))
+	deploy(t, "settle", name, 1, "")
+	lbService(t, "settle", name)
+	follow(t, time.Minute, "settle", name, name+".settle.example.org", 1)
+}
+
+// settleNamespace creates the namespace of the barriers' objects, once.
+func settleNamespace(t *testing.T) {
 	t.Helper()
 	_, err := st.Kube.CoreV1().Namespaces().Create(ctxT(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "settle"}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create namespace settle: %v", err)
 	}
+}
+
+// mark creates the Service of settle and waits for its record; it returns the
+// record's revision, the path of its name and the Service's name.
+func mark(t *testing.T) (int64, string, string) {
+	t.Helper()
+	settleNamespace(t)
 	name := fmt.Sprintf("mark-%d", marks.Add(1))
 	metallb(t, "settle", name, []corev1.LoadBalancerIngress{{IP: "203.0.113.250"}}, func(s *corev1.Service) { s.Spec.Ports[0].Name = "" })
 	path := stack.StoredPath(name+".settle.example.org") + "/"

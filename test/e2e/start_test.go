@@ -39,6 +39,7 @@ func withoutSkylb(t *testing.T) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
+		apiDown := !st.Proc("kube-apiserver").Running()
 		for _, name := range []string{"etcd", "kube-apiserver"} {
 			if p := st.Proc(name); !p.Running() {
 				if err := p.Restart(ctx); err != nil {
@@ -52,6 +53,9 @@ func withoutSkylb(t *testing.T) {
 			t.Errorf("skylb after the test: %v", err)
 		} else {
 			settle(t) // its first pass is in etcd before the next test
+			if apiDown {
+				controllersBack(t)
+			}
 		}
 	})
 }
@@ -199,6 +203,7 @@ func TestStartWithAPIServerDown(t *testing.T) {
 	if err := st.WaitSkylbReady(ctxT(t), sk); err != nil {
 		t.Fatal(err)
 	}
+	controllersBack(t)
 }
 
 // levelForbidden matches a warning or error line of skylb's text log that
