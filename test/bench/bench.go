@@ -350,7 +350,7 @@ func fileSize(path string) int64 {
 func microBenchmarks(ctx context.Context, root, benchtime string) ([]microResult, error) {
 	pkgs := []string{"./internal/skydns", "./internal/source", "./internal/publish", "./internal/controller"}
 	args := append([]string{"test", "-run=^$", "-bench=.", "-benchmem", "-benchtime=" + benchtime}, pkgs...)
-	cmd := exec.CommandContext(ctx, goTool(), args...)
+	cmd := exec.CommandContext(ctx, stack.GoTool(), args...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -387,11 +387,4 @@ func microBenchmarks(ctx context.Context, root, benchtime string) ([]microResult
 		res = append(res, m)
 	}
 	return res, nil
-}
-
-func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return "/usr/local/go/bin/go"
 }

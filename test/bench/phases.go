@@ -51,7 +51,7 @@ func (b *bench) measure(ctx context.Context, c change, settle time.Duration) (ti
 	if settle > 0 {
 		time.Sleep(settle)
 	}
-	if ev, ok := b.rec.first(mark, storedPath(c.name)); ok {
+	if ev, ok := b.rec.first(mark, stack.StoredPath(c.name)+"/"); ok {
 		t.etcd, t.etcdOK = ev.at.Sub(t0), true
 	}
 	t.events, _ = b.rec.since(mark)
@@ -361,7 +361,7 @@ func (b *bench) restart(ctx context.Context, res *results) error {
 func (b *bench) oneChange(ctx context.Context, res *results) error {
 	ns0 := b.o.scale.namespace(0)
 	name := b.scaledName()
-	path := storedPath(name)
+	path := stack.StoredPath(name) + "/"
 	o := &oneChange{Changes: b.o.atScale}
 	before, err := b.skylbMetrics(ctx)
 	if err != nil {

@@ -79,17 +79,3 @@ func (r *recorder) first(i int, prefix string) (watchEvent, bool) {
 	}
 	return watchEvent{}, false
 }
-
-// storedPath returns the etcd directory of a DNS name under /skydns, with a
-// trailing slash: web.shop.example.org is /skydns/org/example/shop/web/.
-func storedPath(name string) string {
-	labels := strings.Split(strings.TrimSuffix(name, "."), ".")
-	var b strings.Builder
-	b.WriteString("/skydns")
-	for i := len(labels) - 1; i >= 0; i-- {
-		b.WriteByte('/')
-		b.WriteString(labels[i])
-	}
-	b.WriteByte('/')
-	return b.String()
-}

@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"net/http"
 	"net/netip"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -125,27 +122,12 @@ func watchMember(ctx context.Context) (stack.EtcdMember, error) {
 	return stack.EtcdMember{}, fmt.Errorf("no member holds a watch stream")
 }
 
+// etcdMetric returns the value of a metric without labels on a member's
+// /metrics, or an error after 2 s (a paused member does not answer).
 func etcdMetric(ctx context.Context, m stack.EtcdMember, name string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.MetricsURL+"/metrics", nil)
-	if err != nil {
-		return 0, err
-	}
-	c := &http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			return strconv.ParseFloat(v, 64)
-		}
-	}
-	return 0, fmt.Errorf("%s: no %s", m.Name, name)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return stack.Metric(ctx, strings.TrimPrefix(m.MetricsURL, "http://"), name)
 }
 
 // leaderKill: kill -9 of the etcd leader during a burst of 500 Service changes.
@@ -202,7 +184,7 @@ func leaderKill(t *faultT) {
 func nameHosts(ctx context.Context, c *clientv3.Client, name string) ([]string, error) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	dir := storedPath(name) + "/"
+	dir := stack.StoredPath(name) + "/"
 	kvs, err := dump(cctx, c, dir)
 	if err != nil {
 		return nil, err
@@ -336,7 +318,7 @@ func etcdDown(t *faultT) {
 // must start again from a compacted revision on another member.
 func compaction(t *faultT) {
 	ctx := context.Background()
-	relists0, err := scrape(ctx, "skylb_etcd_relists_total")
+	relists0, err := stack.Metric(ctx, st.Proc("skylb").HTTPAddr(), "skylb_etcd_relists_total")
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -416,7 +398,7 @@ func compaction(t *faultT) {
 	end := time.Now()
 	t.Notef("compacted at revision %d while skylb and %s were paused", rev, m.Name)
 	settle(ctx, t, end, []string{ghostName})
-	if relists, err := scrape(ctx, "skylb_etcd_relists_total"); err != nil || relists <= relists0 {
+	if relists, err := stack.Metric(ctx, st.Proc("skylb").HTTPAddr(), "skylb_etcd_relists_total"); err != nil || relists <= relists0 {
 		t.Errorf("skylb_etcd_relists_total %v -> %v (%v): skylb did not list again", relists0, relists, err)
 	}
 	if err := member.Restart(ctx); err != nil {
@@ -525,7 +507,7 @@ func skylbKill(t *faultT) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wch := c.Watch(wctx, storedPath(ns+"."+zone)+"/bulk-", clientv3.WithPrefix())
+	wch := c.Watch(wctx, stack.StoredPath(ns+"."+zone)+"/bulk-", clientv3.WithPrefix())
 	if _, err := st.StartSkylb(ctx, skylbArgs...); err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -538,7 +520,7 @@ func skylbKill(t *faultT) {
 		t.Fatalf("%v", err)
 	}
 	cancel()
-	resp, err := c.Get(ctx, storedPath(ns+"."+zone)+"/bulk-", clientv3.WithPrefix())
+	resp, err := c.Get(ctx, stack.StoredPath(ns+"."+zone)+"/bulk-", clientv3.WithPrefix())
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -606,7 +588,7 @@ func noSpace(t *faultT) {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	errs0, _ := scrape(ctx, "skylb_etcd_no_space_errors_total")
+	errs0, _ := stack.Metric(ctx, st.Proc("skylb").HTTPAddr(), "skylb_etcd_no_space_errors_total")
 	logOffset := logSize()
 	var changed []string
 	for i := 0; i < 3; i++ {
@@ -621,7 +603,7 @@ func noSpace(t *faultT) {
 	}
 	var noSpaceAt time.Duration
 	for {
-		if v, err := scrape(ctx, "skylb_etcd_no_space"); err == nil && v == 1 {
+		if v, err := stack.Metric(ctx, st.Proc("skylb").HTTPAddr(), "skylb_etcd_no_space"); err == nil && v == 1 {
 			noSpaceAt = time.Since(full)
 			break
 		}
@@ -632,7 +614,7 @@ func noSpace(t *faultT) {
 	}
 	// Let skylb retry for a while: it must back off, not hammer etcd.
 	time.Sleep(10 * time.Second)
-	errs1, _ := scrape(ctx, "skylb_etcd_no_space_errors_total")
+	errs1, _ := stack.Metric(ctx, st.Proc("skylb").HTTPAddr(), "skylb_etcd_no_space_errors_total")
 	lines := logSince(logOffset)
 	logged := slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "database space exceeded") })
 	if !logged {
@@ -666,7 +648,7 @@ func noSpace(t *faultT) {
 	t.Notef("NOSPACE after %d MiB of junk; skylb_etcd_no_space 1 after %s; %.0f refused transactions in %s; logged",
 		filled, seconds(noSpaceAt), errs1-errs0, seconds(end.Sub(full)))
 	settle(ctx, t, end, nil)
-	if v, err := scrape(ctx, "skylb_etcd_no_space"); err != nil || v != 0 {
+	if v, err := stack.Metric(ctx, st.Proc("skylb").HTTPAddr(), "skylb_etcd_no_space"); err != nil || v != 0 {
 		t.Errorf("skylb_etcd_no_space = %v (%v) after recovery, want 0", v, err)
 	}
 }
@@ -736,7 +718,7 @@ func certRotation(t *faultT) {
 	}
 	defer old.Close()
 	octx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_, err = old.Put(octx, storedPath(dnsName("old-identity"))+"/x", `{"host":"192.0.2.98"}`)
+	_, err = old.Put(octx, stack.StoredPath(dnsName("old-identity"))+"/x", `{"host":"192.0.2.98"}`)
 	cancel()
 	if err == nil {
 		t.Fatalf("the old certificate's user can still write after its role was revoked")

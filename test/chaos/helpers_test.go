@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -14,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -141,27 +139,6 @@ func retry(ctx context.Context, f func(ctx context.Context) error) error {
 }
 
 // --- skylb -------------------------------------------------------------------
-
-// scrape returns the value of a metric without labels on skylb's /metrics.
-func scrape(ctx context.Context, metric string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+st.Proc("skylb").HTTPAddr()+"/metrics", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), metric+" "); ok {
-			return strconv.ParseFloat(v, 64)
-		}
-	}
-	return 0, fmt.Errorf("metric %s not found", metric)
-}
 
 // rssBytes returns the resident memory of a process.
 func rssBytes(pid int) (int64, error) {

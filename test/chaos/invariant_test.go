@@ -16,6 +16,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skylb/skylb/test/stack"
 )
 
 // value is the JSON of a record as CoreDNS's etcd plugin reads it, with the
@@ -49,28 +51,20 @@ func writeForeign(ctx context.Context) error {
 	return nil
 }
 
-// storedPath returns the etcd path of a DNS name: web.example.org is
-// /skydns/org/example/web.
-func storedPath(name string) string {
-	labels := strings.Split(name, ".")
-	slices.Reverse(labels)
-	return "/skydns/" + strings.Join(labels, "/")
-}
-
 // recordKey returns the key of a record of name with host: skylb names it
 // after its owner id and the first 12 hex digits of the SHA-256 of the host,
 // so that keys are stable and owners never collide (etcd/README.md, "Records
 // in etcd").
 func recordKey(name, host string) string {
 	sum := sha256.Sum256([]byte(host))
-	return storedPath(name) + "/" + owner + "-" + hex.EncodeToString(sum[:])[:12]
+	return stack.StoredPath(name) + "/" + owner + "-" + hex.EncodeToString(sum[:])[:12]
 }
 
 // srvKey returns the key of the SRV record of a port beneath name: the hash
 // covers the target (the name itself) and the port.
 func srvKey(srvName, target string, port int) string {
 	sum := sha256.Sum256([]byte(target + "\x00" + strconv.Itoa(port)))
-	return storedPath(srvName) + "/" + owner + "-" + hex.EncodeToString(sum[:])[:12]
+	return stack.StoredPath(srvName) + "/" + owner + "-" + hex.EncodeToString(sum[:])[:12]
 }
 
 // desiredState is what etcd must hold for the objects in the API server.
@@ -90,7 +84,7 @@ func desired(ctx context.Context) (desiredState, error) {
 		return desiredState{}, err
 	}
 	d := desiredState{records: map[string]value{}, names: map[string][]string{}, claimed: map[string]bool{}}
-	guard := storedPath("apex.dns." + zone)
+	guard := stack.StoredPath("apex.dns." + zone)
 	sum := sha256.Sum256([]byte(zone))
 	d.records[guard+"/"+owner+"-"+hex.EncodeToString(sum[:])[:12]] = value{Host: zone, TTL: ttl, Owner: owner, Source: "apex-guard"}
 	for _, svc := range list.Items {
@@ -292,7 +286,7 @@ func dnsSample(ctx context.Context, since time.Time, gone []string, limit time.D
 	for {
 		bad := ""
 		for name, addrs := range want {
-			got, rcode, err := lookup(name)
+			rcode, got, err := stack.Query(st.DNSAddr, name, dns.TypeA)
 			switch {
 			case err != nil:
 				bad = fmt.Sprintf("%s: %v", name, err)
@@ -317,23 +311,4 @@ func dnsSample(ctx context.Context, since time.Time, gone []string, limit time.D
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// lookup asks CoreDNS for the A records of name over UDP.
-func lookup(name string) ([]string, int, error) {
-	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(name), dns.TypeA)
-	c := &dns.Client{Net: "udp", Timeout: time.Second}
-	r, _, err := c.Exchange(m, st.DNSAddr)
-	if err != nil {
-		return nil, 0, err
-	}
-	var out []string
-	for _, rr := range r.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			out = append(out, a.A.String())
-		}
-	}
-	slices.Sort(out)
-	return out, r.Rcode, nil
 }

@@ -145,7 +145,7 @@ func setUp(t *testing.T, named, unbound string) *env {
 			for _, p := range st.Procs() {
 				switch p.Name {
 				case "skylb", "named", "unbound-stub", "unbound-forward", "coredns-ns1", "coredns-ns2":
-					tail(p.LogFile(), 30)
+					fmt.Fprintln(os.Stderr, stack.Tail(p.LogFile(), 30))
 				}
 			}
 		}
@@ -174,7 +174,7 @@ func setUp(t *testing.T, named, unbound string) *env {
 	go stack.RunKubelet(kctx, st.Kube, []string{"dns-1", "dns-2"})
 	createDNSServer(t, ctx, st)
 
-	addr, err := freeAddr()
+	addr, err := stack.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +188,8 @@ func setUp(t *testing.T, named, unbound string) *env {
 		t.Fatal(err)
 	}
 	// skylb finds both nameservers through the selector.
-	eventually(t, 30*time.Second, "NS "+zoneName+" at "+ns1Addr, func() (bool, string) {
-		m, err := query(ns1Addr, zoneName, dns.TypeNS)
+	stack.Eventually(t, 30*time.Second, "NS "+zoneName+" at "+ns1Addr, func() (bool, string) {
+		m, err := stack.Exchange(ns1Addr, zoneName, dns.TypeNS)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -219,7 +219,7 @@ func (e *env) startCoreDNS(t *testing.T, ctx context.Context, name, addr string)
 	}
 	ports := make([]string, 3)
 	for i := range ports {
-		a, err := freeAddr()
+		a, err := stack.FreeAddr()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -336,7 +336,7 @@ func (e *env) startParent(t *testing.T, ctx context.Context, named, delegation s
 		t.Fatal(err)
 	}
 	var err error
-	if e.parent, err = freeAddr(); err != nil {
+	if e.parent, err = stack.FreeAddr(); err != nil {
 		t.Fatal(err)
 	}
 	host, port, _ := net.SplitHostPort(e.parent)
@@ -451,13 +451,13 @@ remote-control:
 // the apex A and AAAA answers empty, and NS and SOA are unaffected.
 func (e *env) testApexAtNameserver(t *testing.T) {
 	e.service(t, "apexcheck", "192.0.2.90")
-	eventually(t, 10*time.Second, "apexcheck published", func() (bool, string) {
-		m, err := query(ns1Addr, "apexcheck.default."+zoneName, dns.TypeA)
-		return err == nil && slices.Equal(addrs(m), []string{"192.0.2.90"}), fmt.Sprint(m, err)
+	stack.Eventually(t, 10*time.Second, "apexcheck published", func() (bool, string) {
+		m, err := stack.Exchange(ns1Addr, "apexcheck.default."+zoneName, dns.TypeA)
+		return err == nil && slices.Equal(stack.Answers(m), []string{"192.0.2.90"}), fmt.Sprint(m, err)
 	})
 	for _, addr := range []string{ns1Addr, ns2Addr} {
 		for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
-			m, err := query(addr, zoneName, qt)
+			m, err := stack.Exchange(addr, zoneName, qt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -466,17 +466,17 @@ func (e *env) testApexAtNameserver(t *testing.T) {
 					dns.RcodeToString[m.Rcode], len(m.Answer), m.Answer)
 			}
 		}
-		m, err := query(addr, zoneName, dns.TypeNS)
+		m, err := stack.Exchange(addr, zoneName, dns.TypeNS)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := nsNames(m); len(got) != 2 || m.Rcode != dns.RcodeSuccess {
 			t.Errorf("NS %s at %s = %s %q, want the two nameservers", zoneName, addr, dns.RcodeToString[m.Rcode], got)
 		}
-		if got := addrs(&dns.Msg{Answer: m.Extra}); !slices.Equal(got, []string{ns1Addr, ns2Addr}) {
+		if got := stack.Answers(&dns.Msg{Answer: m.Extra}); !slices.Equal(got, []string{ns1Addr, ns2Addr}) {
 			t.Errorf("glue of NS %s at %s = %q, want [%s %s]", zoneName, addr, got, ns1Addr, ns2Addr)
 		}
-		m, err = query(addr, zoneName, dns.TypeSOA)
+		m, err = stack.Exchange(addr, zoneName, dns.TypeSOA)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -493,9 +493,9 @@ func (e *env) testResolver(t *testing.T, resolver string) {
 	e.service(t, svc, "192.0.2.11")
 
 	// A Service's name resolves to its addresses.
-	eventually(t, 3*ttl*time.Second, name+" through "+resolver, func() (bool, string) {
-		m, err := query(resolver, name, dns.TypeA)
-		return err == nil && m.Rcode == dns.RcodeSuccess && slices.Equal(addrs(m), []string{"192.0.2.11"}), describe(m, err)
+	stack.Eventually(t, 3*ttl*time.Second, name+" through "+resolver, func() (bool, string) {
+		m, err := stack.Exchange(resolver, name, dns.TypeA)
+		return err == nil && m.Rcode == dns.RcodeSuccess && slices.Equal(stack.Answers(m), []string{"192.0.2.11"}), describe(m, err)
 	})
 
 	// NS and SOA at the apex.
@@ -505,7 +505,7 @@ func (e *env) testResolver(t *testing.T, resolver string) {
 	}
 	for i, host := range []string{"ns1", "ns2"} {
 		m := mustQuery(t, resolver, host+".ns.dns."+zoneName, dns.TypeA)
-		if got, want := addrs(m), []string{[]string{ns1Addr, ns2Addr}[i]}; !slices.Equal(got, want) {
+		if got, want := stack.Answers(m), []string{[]string{ns1Addr, ns2Addr}[i]}; !slices.Equal(got, want) {
 			t.Errorf("A %s.ns.dns.%s through %s = %q, want %q", host, zoneName, resolver, got, want)
 		}
 	}
@@ -531,8 +531,8 @@ func (e *env) testResolver(t *testing.T, resolver string) {
 	// A change in the cluster shows after the TTL. The change is made right
 	// after the resolver fetched the old answer, so it may serve the old
 	// answer from its cache for the whole TTL.
-	eventually(t, 3*ttl*time.Second, name+" fetched afresh by "+resolver, func() (bool, string) {
-		m, err := query(resolver, name, dns.TypeA)
+	stack.Eventually(t, 3*ttl*time.Second, name+" fetched afresh by "+resolver, func() (bool, string) {
+		m, err := stack.Exchange(resolver, name, dns.TypeA)
 		if err != nil || len(m.Answer) != 1 {
 			return false, describe(m, err)
 		}
@@ -545,18 +545,18 @@ func (e *env) testResolver(t *testing.T, resolver string) {
 	e.setStatus(t, svc, "192.0.2.12")
 	var atNS, atResolver time.Duration
 	stale := 0
-	eventually(t, limit, name+" changes at the nameserver", func() (bool, string) {
-		m, err := query(ns1Addr, name, dns.TypeA)
+	stack.Eventually(t, limit, name+" changes at the nameserver", func() (bool, string) {
+		m, err := stack.Exchange(ns1Addr, name, dns.TypeA)
 		atNS = time.Since(changed)
-		return err == nil && slices.Equal(addrs(m), []string{"192.0.2.12"}), describe(m, err)
+		return err == nil && slices.Equal(stack.Answers(m), []string{"192.0.2.12"}), describe(m, err)
 	})
-	eventually(t, limit, name+" changes through "+resolver, func() (bool, string) {
-		m, err := query(resolver, name, dns.TypeA)
+	stack.Eventually(t, limit, name+" changes through "+resolver, func() (bool, string) {
+		m, err := stack.Exchange(resolver, name, dns.TypeA)
 		atResolver = time.Since(changed)
-		if err == nil && slices.Equal(addrs(m), []string{"192.0.2.11"}) {
+		if err == nil && slices.Equal(stack.Answers(m), []string{"192.0.2.11"}) {
 			stale++
 		}
-		return err == nil && slices.Equal(addrs(m), []string{"192.0.2.12"}), describe(m, err)
+		return err == nil && slices.Equal(stack.Answers(m), []string{"192.0.2.12"}), describe(m, err)
 	})
 	t.Logf("a change of %s reached the nameserver after %v and the clients of %s after %v (TTL %ds; %d answers from the cache in between)",
 		name, atNS.Round(time.Millisecond), resolver, atResolver.Round(time.Millisecond), ttl, stale)
@@ -577,9 +577,9 @@ func (e *env) testNameserverDown(t *testing.T) {
 	e.service(t, "api", "192.0.2.21")
 	for _, resolver := range []string{stubAddr, fwdAddr} {
 		start := time.Now()
-		eventually(t, 20*time.Second, "api through "+resolver+" with "+ns1Addr+" down", func() (bool, string) {
-			m, err := query(resolver, "api.default."+zoneName, dns.TypeA)
-			return err == nil && slices.Equal(addrs(m), []string{"192.0.2.21"}), describe(m, err)
+		stack.Eventually(t, 20*time.Second, "api through "+resolver+" with "+ns1Addr+" down", func() (bool, string) {
+			m, err := stack.Exchange(resolver, "api.default."+zoneName, dns.TypeA)
+			return err == nil && slices.Equal(stack.Answers(m), []string{"192.0.2.21"}), describe(m, err)
 		})
 		t.Logf("with %s down, %s answered a new name after %v", ns1Addr, resolver, time.Since(start).Round(time.Millisecond))
 	}
@@ -596,8 +596,8 @@ func (e *env) testFewerThanTwo(t *testing.T) {
 	if err := e.st.SetNodeReady(ctx, "dns-2", false); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "one nameserver left", func() (bool, string) {
-		m, err := query(ns1Addr, zoneName, dns.TypeNS)
+	stack.Eventually(t, 10*time.Second, "one nameserver left", func() (bool, string) {
+		m, err := stack.Exchange(ns1Addr, zoneName, dns.TypeNS)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -607,15 +607,15 @@ func (e *env) testFewerThanTwo(t *testing.T) {
 	if got := e.metric(t, `skylb_nameservers{zone="`+zoneName+`"}`); got != "1" {
 		t.Errorf("skylb_nameservers = %q, want 1", got)
 	}
-	eventually(t, 5*time.Second, "the warning in skylb's log", func() (bool, string) {
+	stack.Eventually(t, 5*time.Second, "the warning in skylb's log", func() (bool, string) {
 		b, _ := os.ReadFile(e.skylb.LogFile())
 		return strings.Contains(string(b), "zone "+zoneName+" has one nameserver"), "no warning"
 	})
 	if err := e.st.SetNodeReady(ctx, "dns-2", true); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "two nameservers again", func() (bool, string) {
-		m, err := query(ns1Addr, zoneName, dns.TypeNS)
+	stack.Eventually(t, 10*time.Second, "two nameservers again", func() (bool, string) {
+		m, err := stack.Exchange(ns1Addr, zoneName, dns.TypeNS)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -675,17 +675,6 @@ func (e *env) metric(t *testing.T, sample string) string {
 
 // --- DNS ----------------------------------------------------------------------
 
-func query(server, name string, qtype uint16) (*dns.Msg, error) {
-	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(name), qtype)
-	c := &dns.Client{Net: "udp", Timeout: 3 * time.Second}
-	if _, _, err := net.SplitHostPort(server); err != nil {
-		server = net.JoinHostPort(server, "53")
-	}
-	r, _, err := c.Exchange(m, server)
-	return r, err
-}
-
 // unboundAddr writes host:port as Unbound wants it, host@port.
 func unboundAddr(hostPort string) string {
 	host, port, _ := net.SplitHostPort(hostPort)
@@ -694,29 +683,11 @@ func unboundAddr(hostPort string) string {
 
 func mustQuery(t *testing.T, server, name string, qtype uint16) *dns.Msg {
 	t.Helper()
-	m, err := query(server, name, qtype)
+	m, err := stack.Exchange(server, name, qtype)
 	if err != nil {
 		t.Fatalf("%s %s at %s: %v", dns.TypeToString[qtype], name, server, err)
 	}
 	return m
-}
-
-// addrs returns the sorted A and AAAA data of the answer section.
-func addrs(m *dns.Msg) []string {
-	if m == nil {
-		return nil
-	}
-	var out []string
-	for _, rr := range m.Answer {
-		switch v := rr.(type) {
-		case *dns.A:
-			out = append(out, v.A.String())
-		case *dns.AAAA:
-			out = append(out, v.AAAA.String())
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // nsNames returns the sorted NS targets of the answer section.
@@ -745,7 +716,7 @@ func describe(m *dns.Msg, err error) string {
 	if err != nil {
 		return err.Error()
 	}
-	return fmt.Sprintf("%s %q", dns.RcodeToString[m.Rcode], addrs(m))
+	return fmt.Sprintf("%s %q", dns.RcodeToString[m.Rcode], stack.Answers(m))
 }
 
 // --- processes ----------------------------------------------------------------
@@ -754,7 +725,7 @@ func describe(m *dns.Msg, err error) string {
 func waitDNS(t *testing.T, ctx context.Context, p *stack.Proc, addr, name string, qtype uint16) {
 	t.Helper()
 	wait(t, ctx, p, func() error {
-		m, err := query(addr, name, qtype)
+		m, err := stack.Exchange(addr, name, qtype)
 		if err == nil && m.Rcode != dns.RcodeSuccess {
 			err = errors.New(dns.RcodeToString[m.Rcode])
 		}
@@ -788,40 +759,15 @@ func wait(t *testing.T, ctx context.Context, p *stack.Proc, ready func() error) 
 		}
 		if !p.Running() {
 			time.Sleep(100 * time.Millisecond)
-			tail(p.LogFile(), 30)
+			fmt.Fprintln(os.Stderr, stack.Tail(p.LogFile(), 30))
 			t.Fatalf("%s exited: %v", p.Name, p.ExitError())
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			tail(p.LogFile(), 30)
+			fmt.Fprintln(os.Stderr, stack.Tail(p.LogFile(), 30))
 			t.Fatalf("%s not ready: %v", p.Name, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// eventually polls cond until it holds or limit passes.
-func eventually(t *testing.T, limit time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v: %s", what, limit, detail)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 func write(t *testing.T, path, content string) {
@@ -829,16 +775,4 @@ func write(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func tail(file string, n int) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	fmt.Fprintf(os.Stderr, "----- last lines of %s -----\n%s\n", file, strings.Join(lines, "\n"))
 }

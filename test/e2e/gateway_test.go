@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/skylb/skylb/test/stack"
 )
 
 // gatewayInstalled is when the suite installed the Gateway API CRDs, after
@@ -144,6 +146,7 @@ func hasEvent(t *testing.T, ns, kind, name, reason, mentions string) func() (boo
 // their hostnames with their listeners', and the Gateway's own listener
 // hostnames, and follows the Gateway's addresses.
 func TestGatewayRoutes(t *testing.T) {
+	drained(t) // the Events asserted on are not behind older ones
 	gc := gatewayClient(t)
 	namespace(t, "gw-infra")
 	namespace(t, "gw-shop")
@@ -166,7 +169,7 @@ func TestGatewayRoutes(t *testing.T) {
 	// a wildcard hostname there it is refused as a wildcard.
 	createRoute(t, gc, "gw-shop", "wild", "gw-infra", "edge", "any", "*.wild.example.org")
 	setAccepted(t, gc, "gw-shop", "wild", true)
-	eventually(t, quick, "InvalidHostname Event on the wildcard route",
+	stack.Eventually(t, quick, "InvalidHostname Event on the wildcard route",
 		hasEvent(t, "gw-shop", "HTTPRoute", "wild", "InvalidHostname", "*.wild.example.org"))
 
 	// Not accepted: nothing is published, until it is accepted.
@@ -183,7 +186,7 @@ func TestGatewayRoutes(t *testing.T) {
 	}
 	setAccepted(t, gc, "gw-shop", "refused", true)
 	within(t, quick, "refused.example.org", "192.0.2.50")
-	eventually(t, quick, "Published Event on the route",
+	stack.Eventually(t, quick, "Published Event on the route",
 		hasEvent(t, "gw-shop", "HTTPRoute", "refused", "Published", "refused.example.org: 192.0.2.50"))
 
 	// The Gateway's addresses change: its names and its routes' follow.

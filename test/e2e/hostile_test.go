@@ -11,6 +11,7 @@ import (
 // A namespace cannot take or shadow another namespace's names, and cannot point
 // a name at an address skylb refuses; the owner's answers stay unchanged.
 func TestHostileNamespace(t *testing.T) {
+	drained(t) // the Events asserted on are not behind older ones
 	namespace(t, "owner")
 	namespace(t, "tenant")
 	metallb(t, "owner", "bank", []corev1.LoadBalancerIngress{{IP: "203.0.113.90"}},

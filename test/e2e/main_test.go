@@ -7,8 +7,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -27,38 +25,9 @@ import (
 )
 
 var (
-	keep     = flag.Bool("keep", false, "leave the stack's directory (logs) behind")
-	st       *stack.Stack
-	httpAddr string // skylb's /healthz and /readyz
+	keep = flag.Bool("keep", false, "leave the stack's directory (logs) behind")
+	st   *stack.Stack
 )
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-// waitReady waits until skylb's /readyz answers 200.
-func waitReady(ctx context.Context) error {
-	client := &http.Client{Timeout: time.Second}
-	for {
-		resp, err := client.Get("http://" + httpAddr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not ready: %w", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
 
 // Nodes of the test cluster. Their addresses are documentation addresses, used
 // only as data in DNS answers; nothing is ever sent to them.
@@ -77,7 +46,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	root, err := findRoot()
+	root, err := stack.FindRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
@@ -114,16 +83,18 @@ func run(m *testing.M) int {
 	kctx, stopKubelet := context.WithCancel(context.Background())
 	defer stopKubelet()
 	go stack.RunKubelet(kctx, st.Kube, nodeNames())
-	if httpAddr, err = freeAddr(); err != nil {
+	httpAddr, err := stack.FreeAddr() // skylb's /healthz, /readyz and /metrics
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
 	skylbArgs = append(skylbArgs, "--http-address="+httpAddr)
-	if _, err := st.StartSkylb(ctx, skylbArgs...); err != nil {
+	sk, err := st.StartSkylb(ctx, skylbArgs...)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start skylb:", err)
 		return 1
 	}
-	if err := waitReady(ctx); err != nil {
+	if err := st.WaitSkylbReady(ctx, sk); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: skylb:", err)
 		return 1
 	}
@@ -139,40 +110,11 @@ func run(m *testing.M) int {
 	if code != 0 {
 		for _, name := range []string{"skylb", "coredns", "etcd"} {
 			if p := st.Proc(name); p != nil {
-				tail(p.LogFile(), 40)
+				fmt.Fprintln(os.Stderr, stack.Tail(p.LogFile(), 40))
 			}
 		}
 	}
 	return code
-}
-
-func findRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/skylb/skylb\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("repository root not found")
-		}
-		dir = parent
-	}
-}
-
-func tail(file string, n int) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	fmt.Fprintf(os.Stderr, "----- last lines of %s -----\n%s\n", file, strings.Join(lines, "\n"))
 }
 
 func nodeNames() []string {
@@ -181,31 +123,6 @@ func nodeNames() []string {
 		out = append(out, n.Name)
 	}
 	return out
-}
-
-// answer asks CoreDNS for name and type and returns the rcode and the sorted
-// record data (addresses, or the CNAME target).
-func answer(name string, qtype uint16) (int, []string, error) {
-	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(name), qtype)
-	c := &dns.Client{Net: "udp", Timeout: time.Second}
-	r, _, err := c.Exchange(m, st.DNSAddr)
-	if err != nil {
-		return 0, nil, err
-	}
-	var out []string
-	for _, rr := range r.Answer {
-		switch v := rr.(type) {
-		case *dns.A:
-			out = append(out, v.A.String())
-		case *dns.AAAA:
-			out = append(out, v.AAAA.String())
-		case *dns.CNAME:
-			out = append(out, "CNAME "+strings.TrimSuffix(v.Target, "."))
-		}
-	}
-	slices.Sort(out)
-	return r.Rcode, out, nil
 }
 
 // within waits up to limit for CoreDNS to answer name with exactly want (A and
@@ -237,11 +154,11 @@ func within(t *testing.T, limit time.Duration, name string, want ...string) time
 
 // addresses returns the A and AAAA answers of name together.
 func addresses(name string) ([]string, int, error) {
-	rcode, a, err := answer(name, dns.TypeA)
+	rcode, a, err := stack.Query(st.DNSAddr, name, dns.TypeA)
 	if err != nil {
 		return nil, 0, err
 	}
-	_, aaaa, err := answer(name, dns.TypeAAAA)
+	_, aaaa, err := stack.Query(st.DNSAddr, name, dns.TypeAAAA)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -353,20 +270,4 @@ func externalIPs(t *testing.T, ns, name string) []string {
 		return x.Compare(y)
 	})
 	return out
-}
-
-// eventually polls cond until it holds or limit passes.
-func eventually(t *testing.T, limit time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v: %s", what, limit, detail)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -57,7 +57,7 @@ func expectedNodeAddresses(t *testing.T, ns, app string) []string {
 func follow(t *testing.T, limit time.Duration, ns, app, name string, replicas int) []string {
 	t.Helper()
 	var want []string
-	eventually(t, limit, name+" follows the cluster", func() (bool, string) {
+	stack.Eventually(t, limit, name+" follows the cluster", func() (bool, string) {
 		want = expectedNodeAddresses(t, ns, app)
 		pods, _ := st.Kube.CoreV1().Pods(ns).List(ctxT(t), metav1.ListOptions{LabelSelector: "app=" + app})
 		ready := 0
@@ -167,13 +167,13 @@ func TestServiceFollowsPodsAndNodes(t *testing.T) {
 		}
 		setType(corev1.ServiceTypeNodePort)
 		within(t, quick, "web.retail.example.org")
-		eventually(t, quick, "skylb clears the status it wrote", func() (bool, string) {
+		stack.Eventually(t, quick, "skylb clears the status it wrote", func() (bool, string) {
 			ext := externalIPs(t, "retail", "web")
 			return len(ext) == 0, fmt.Sprintf("EXTERNAL-IP %q", ext)
 		})
 		setType(corev1.ServiceTypeLoadBalancer)
 		within(t, quick, "web.retail.example.org", before...)
-		eventually(t, quick, "skylb writes the status again", func() (bool, string) {
+		stack.Eventually(t, quick, "skylb writes the status again", func() (bool, string) {
 			ext := externalIPs(t, "retail", "web")
 			return slices.Equal(ext, before), fmt.Sprintf("EXTERNAL-IP %q", ext)
 		})
@@ -214,10 +214,10 @@ func TestOtherImplementationsAreReadOnly(t *testing.T) {
 		annotate("external-dns.alpha.kubernetes.io/hostname", "db.example.org"))
 	within(t, quick, "db.legacy.example.org", "203.0.113.10", "2001:db8::10")
 	within(t, quick, "db.example.org", "203.0.113.10", "2001:db8::10")
-	if _, aaaa, err := answer("db.example.org", dns.TypeAAAA); err != nil || !slices.Equal(aaaa, []string{"2001:db8::10"}) {
+	if _, aaaa, err := stack.Query(st.DNSAddr, "db.example.org", dns.TypeAAAA); err != nil || !slices.Equal(aaaa, []string{"2001:db8::10"}) {
 		t.Errorf("AAAA db.example.org = %q, %v; want [2001:db8::10]", aaaa, err)
 	}
-	time.Sleep(time.Second)
+	settle(t) // skylb is done with the Service
 	if got := externalIPs(t, "legacy", "db"); !slices.Equal(got, []string{"203.0.113.10", "2001:db8::10"}) {
 		t.Errorf("skylb changed the status of another implementation's Service: %q", got)
 	}
@@ -227,14 +227,15 @@ func TestOtherImplementationsAreReadOnly(t *testing.T) {
 		// (CoreDNS's etcd plugin answers a query of type CNAME only from a key
 		// at the name itself, where skylb stores nothing.)
 		metallb(t, "legacy", "cdn", []corev1.LoadBalancerIngress{{Hostname: "lb.provider.example.net"}})
-		eventually(t, quick, "A cdn.legacy.example.org gives the CNAME", func() (bool, string) {
-			_, got, err := answer("cdn.legacy.example.org", dns.TypeA)
+		stack.Eventually(t, quick, "A cdn.legacy.example.org gives the CNAME", func() (bool, string) {
+			_, got, err := stack.Query(st.DNSAddr, "cdn.legacy.example.org", dns.TypeA)
 			return err == nil && slices.Equal(got, []string{"CNAME lb.provider.example.net"}), fmt.Sprintf("%q %v", got, err)
 		})
 	})
 }
 
 func TestIngressHosts(t *testing.T) {
+	drained(t) // the Events asserted on are not behind older ones
 	namespace(t, "store")
 	createIngress(t, ingress("store", "front", []string{"front.example.org", "*.example.org"}, []string{"secure.example.org"}), "203.0.113.20")
 	within(t, quick, "front.example.org", "203.0.113.20")
@@ -253,7 +254,7 @@ func expectEvent(t *testing.T, ns, object, reason, text string) {
 // the named object, in the cluster of kube.
 func expectEventIn(t *testing.T, kube kubernetes.Interface, ns, object, reason, text string) {
 	t.Helper()
-	eventually(t, 10*time.Second, "event "+reason+" on "+ns+"/"+object, func() (bool, string) {
+	stack.Eventually(t, 10*time.Second, "event "+reason+" on "+ns+"/"+object, func() (bool, string) {
 		evs, err := kube.CoreV1().Events(ns).List(ctxT(t), metav1.ListOptions{FieldSelector: "involvedObject.name=" + object})
 		if err != nil {
 			return false, err.Error()
@@ -270,6 +271,7 @@ func expectEventIn(t *testing.T, kube kubernetes.Interface, ns, object, reason, 
 }
 
 func TestHostnameClaimedByTwoNamespaces(t *testing.T) {
+	drained(t) // the Events asserted on are not behind older ones
 	namespace(t, "team-a")
 	namespace(t, "team-b")
 	metallb(t, "team-a", "app", []corev1.LoadBalancerIngress{{IP: "203.0.113.31"}}, annotate("skylb.io/hostname", "app.example.org"))

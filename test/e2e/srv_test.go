@@ -10,6 +10,8 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/skylb/skylb/test/stack"
 )
 
 // srvAnswer asks CoreDNS for the SRV records of name and returns the rcode,
@@ -87,7 +89,7 @@ func TestSRV(t *testing.T) {
 	// The name's own answers are its addresses alone: no CNAME, nothing else
 	// (the Service is IPv4 only, so no AAAA).
 	for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA} {
-		rcode, got, err := answer("web.srv.example.org", qtype)
+		rcode, got, err := stack.Query(st.DNSAddr, "web.srv.example.org", qtype)
 		want := map[uint16][]string{dns.TypeA: {"192.0.2.11"}, dns.TypeAAAA: nil}[qtype]
 		if err != nil || rcode != dns.RcodeSuccess || !slices.Equal(got, want) {
 			t.Errorf("%s web.srv.example.org = %s %q (%v), want %q", dns.TypeToString[qtype], dns.RcodeToString[rcode], got, err, want)
@@ -95,7 +97,7 @@ func TestSRV(t *testing.T) {
 	}
 
 	// pods: the target port on the pod's address.
-	eventually(t, slow, "pods Service published", func() (bool, string) {
+	stack.Eventually(t, slow, "pods Service published", func() (bool, string) {
 		got, _, err := addresses("direct.srv.example.org")
 		return err == nil && len(got) == 1 && strings.HasPrefix(got[0], "10.244.3."), fmt.Sprintf("%q %v", got, err)
 	})

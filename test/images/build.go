@@ -9,11 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/skylb/skylb/test/stack"
 )
 
 // Options configures Build.
@@ -145,21 +146,13 @@ func (b *builder) writeCached(s *spec) (Image, error) {
 func (b *builder) goBuild(ctx context.Context, pkg, out string, env []string, flags ...string) (string, error) {
 	bin := b.cacheDir("bin", out)
 	args := append(append([]string{"build"}, flags...), "-o", bin, pkg)
-	cmd := exec.CommandContext(ctx, goCommand(), args...)
+	cmd := exec.CommandContext(ctx, stack.GoTool(), args...)
 	cmd.Dir = b.Root
 	cmd.Env = append(append(os.Environ(), "GOWORK=off"), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, out)
 	}
 	return bin, nil
-}
-
-// goCommand returns the go command: from PATH, or the usual install place.
-func goCommand() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
 
 // staticTool builds one of this package's commands (cmd/NAME) static.

@@ -29,13 +29,13 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 // GatewayAPICRDs returns the paths of the standard-channel CRDs of the
 // Gateway API module that go.mod requires, from the module cache.
 func GatewayAPICRDs(ctx context.Context, root string) ([]string, error) {
-	cmd := exec.CommandContext(ctx, goTool(), "list", "-m", "-f", "{{.Dir}}", gatewayAPIModule)
+	cmd := exec.CommandContext(ctx, GoTool(), "list", "-m", "-f", "{{.Dir}}", gatewayAPIModule)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	out, err := cmd.Output()
 	if err != nil {
 		// The module is in go.mod, so only its download can be missing.
-		dl := exec.CommandContext(ctx, goTool(), "mod", "download", gatewayAPIModule)
+		dl := exec.CommandContext(ctx, GoTool(), "mod", "download", gatewayAPIModule)
 		dl.Dir, dl.Env = root, cmd.Env
 		if derr := dl.Run(); derr != nil {
 			return nil, fmt.Errorf("stack: locate %s: %w", gatewayAPIModule, err)

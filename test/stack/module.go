@@ -11,7 +11,7 @@ import (
 // ModuleDir returns the directory of module at the version the go.mod in
 // dir requires, downloading the module if the module cache lacks it.
 func ModuleDir(ctx context.Context, dir, module string) (string, error) {
-	cmd := exec.CommandContext(ctx, goTool(), "mod", "download", "-json", module)
+	cmd := exec.CommandContext(ctx, GoTool(), "mod", "download", "-json", module)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
 	out, err := cmd.Output()

@@ -40,7 +40,7 @@ func (s *Stack) BuildSkylb(ctx context.Context) (string, error) {
 	}
 	args := append([]string{"build", "-o", out}, s.SkylbBuildFlags...)
 	args = append(args, ".")
-	cmd := exec.CommandContext(ctx, goTool(), args...)
+	cmd := exec.CommandContext(ctx, GoTool(), args...)
 	cmd.Dir = s.Root
 	if err := s.runStep(ctx, "build-skylb", cmd); err != nil {
 		return "", err
@@ -50,8 +50,8 @@ func (s *Stack) BuildSkylb(ctx context.Context) (string, error) {
 	return out, nil
 }
 
-// goTool returns the go command: from PATH, else the usual install location.
-func goTool() string {
+// GoTool returns the go command: from PATH, else the usual install location.
+func GoTool() string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
@@ -109,7 +109,7 @@ func (s *Stack) StartSkylbNamed(ctx context.Context, name string, args ...string
 	select {
 	case <-p.Exited():
 		time.Sleep(50 * time.Millisecond)
-		return p, fmt.Errorf("stack: %s exited at once (%v)%s", name, p.ExitError(), tail(p.log))
+		return p, fmt.Errorf("stack: %s exited at once (%v)%s", name, p.ExitError(), Tail(p.log, 30))
 	case <-time.After(250 * time.Millisecond):
 	case <-ctx.Done():
 	}
@@ -166,7 +166,7 @@ func (s *Stack) WaitSkylbReady(ctx context.Context, p *Proc) error {
 		}
 		if !p.Running() {
 			time.Sleep(50 * time.Millisecond)
-			return fmt.Errorf("stack: %s exited before it was ready (%v)%s", p.Name, p.ExitError(), tail(p.log))
+			return fmt.Errorf("stack: %s exited before it was ready (%v)%s", p.Name, p.ExitError(), Tail(p.log, 30))
 		}
 		select {
 		case <-ctx.Done():

@@ -480,7 +480,7 @@ func (s *Stack) runStep(ctx context.Context, name string, cmd *exec.Cmd) error {
 		cmd.Dir = s.Dir
 	}
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("stack: %s: %w%s", name, err, tail(path))
+		return fmt.Errorf("stack: %s: %w%s", name, err, Tail(path, 30))
 	}
 	return nil
 }
@@ -512,10 +512,10 @@ func waitReady(ctx context.Context, p *Proc, timeout time.Duration, ready func(c
 		if !p.Running() {
 			// The log may still be flushed by the dying process.
 			time.Sleep(100 * time.Millisecond)
-			return fmt.Errorf("stack: %s exited before it was ready (%v)%s", p.Name, p.ExitError(), tail(p.log))
+			return fmt.Errorf("stack: %s exited before it was ready (%v)%s", p.Name, p.ExitError(), Tail(p.log, 30))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("stack: %s not ready after %s: %v%s", p.Name, timeout, last, tail(p.log))
+			return fmt.Errorf("stack: %s not ready after %s: %v%s", p.Name, timeout, last, Tail(p.log, 30))
 		}
 		select {
 		case <-ctx.Done():
@@ -525,9 +525,10 @@ func waitReady(ctx context.Context, p *Proc, timeout time.Duration, ready func(c
 	}
 }
 
-// tail returns the last lines of a log file written by the latest run (after
-// the last "==== " line Proc writes), as an error message suffix.
-func tail(path string) string {
+// Tail returns the last n lines of a log file written by the latest run
+// (after the last "==== " line Proc writes), headed by the file's name, as an
+// error message suffix; "" when the file cannot be read.
+func Tail(path string, n int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return ""
@@ -537,8 +538,8 @@ func tail(path string) string {
 		text = text[i+1:]
 	}
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
-	if len(lines) > 30 {
-		lines = lines[len(lines)-30:]
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
 	}
 	return fmt.Sprintf("\n----- last lines of %s -----\n%s", path, strings.Join(lines, "\n"))
 }

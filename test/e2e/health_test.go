@@ -11,6 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/skylb/skylb/test/stack"
 )
 
 // backend is a small HTTP server on one loopback address, standing in for a node.
@@ -89,9 +91,7 @@ func TestHealthChecks(t *testing.T) {
 	// A skylb that may publish loopback addresses, which these "nodes" are.
 	args := append(replicaArgs()[:0:0], skylbArgs[:len(skylbArgs)-1]...)
 	args = append(args, "--denied-cidrs=224.0.0.0/4")
-	if p := st.Proc("skylb"); p != nil && p.Running() {
-		p.Stop()
-	}
+	withoutSkylb(t)
 	sk, err := st.StartSkylbNamed(ctxT(t), "skylb-health", args...)
 	if err != nil {
 		t.Fatal(err)
@@ -135,8 +135,16 @@ func TestHealthChecks(t *testing.T) {
 		backends[ips[0]].status.Store(503)
 		took := within(t, detect, "single.health.example.org", ips[1])
 		t.Logf("exclusive mode failed over after %v", took.Round(time.Millisecond))
+		hits := backends[ips[0]].hits.Load()
 		backends[ips[0]].status.Store(200)
-		time.Sleep(detect)
+		// skylb probes the first address again and finds it healthy (more
+		// probes than the threshold), and still answers with the second.
+		healthy := fmt.Sprintf(`skylb_address_healthy{address="%s:%d",name="single.health.example.org"}`, ips[0], port)
+		stack.Eventually(t, 2*detect, ips[0]+" healthy again", func() (bool, string) {
+			n := backends[ips[0]].hits.Load() - hits
+			v, err := stack.Metric(ctxT(t), sk.HTTPAddr(), healthy)
+			return n > 3 && err == nil && v == 1, fmt.Sprintf("%d probes since; %s = %v (%v)", n, healthy, v, err)
+		})
 		within(t, quick, "single.health.example.org", ips[1])
 	})
 	t.Run("all down: fail open", func(t *testing.T) {

@@ -26,10 +26,11 @@ import (
 	"github.com/skylb/skylb/test/stack"
 )
 
-// startWhileDown stops the skylb under test until the test ends, and starts
-// one named "skylb-start" with args added to the usual flags, which must not
-// exit at once.
-func startWhileDown(t *testing.T, args ...string) *stack.Proc {
+// withoutSkylb stops the skylb under test until t ends, for a test that runs
+// skylbs of its own with the same owner id or needs nothing else to write.
+// When t ends, the servers a test stopped (etcd, kube-apiserver) come back
+// first, even if it failed, then the skylb under test, ready.
+func withoutSkylb(t *testing.T) {
 	t.Helper()
 	main := st.Proc("skylb")
 	if err := main.Stop(); err != nil {
@@ -38,7 +39,7 @@ func startWhileDown(t *testing.T, args ...string) *stack.Proc {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		// The servers the test stopped come back first, even if it failed.
+		apiDown := !st.Proc("kube-apiserver").Running()
 		for _, name := range []string{"etcd", "kube-apiserver"} {
 			if p := st.Proc(name); !p.Running() {
 				if err := p.Restart(ctx); err != nil {
@@ -48,10 +49,23 @@ func startWhileDown(t *testing.T, args ...string) *stack.Proc {
 		}
 		if err := main.Restart(ctx); err != nil {
 			t.Errorf("restart skylb: %v", err)
-		} else if err := waitReady(ctx); err != nil {
+		} else if err := st.WaitSkylbReady(ctx, main); err != nil {
 			t.Errorf("skylb after the test: %v", err)
+		} else {
+			settle(t) // its first pass is in etcd before the next test
+			if apiDown {
+				controllersBack(t)
+			}
 		}
 	})
+}
+
+// startWhileDown stops the skylb under test until the test ends
+// (withoutSkylb), and starts one named "skylb-start" with args added to the
+// usual flags, which must not exit at once.
+func startWhileDown(t *testing.T, args ...string) *stack.Proc {
+	t.Helper()
+	withoutSkylb(t)
 	// skylbArgs end with the --http-address of the skylb under test.
 	args = append(slices.Clone(skylbArgs[:len(skylbArgs)-1]), args...)
 	sk, err := st.StartSkylbNamed(ctxT(t), "skylb-start", args...)
@@ -62,8 +76,8 @@ func startWhileDown(t *testing.T, args ...string) *stack.Proc {
 	return sk
 }
 
-// stopped stops the stack's process name; startWhileDown starts it again
-// when the test ends, unless the test has.
+// stopped stops the stack's process name; withoutSkylb starts it again when
+// the test ends, unless the test has.
 func stopped(t *testing.T, name string) *stack.Proc {
 	t.Helper()
 	p := st.Proc(name)
@@ -90,7 +104,7 @@ func get(t *testing.T, sk *stack.Proc, path string) (int, string) {
 // runs, answers /healthz and answers /readyz 503 with reason in the body.
 func notReadyFor(t *testing.T, sk *stack.Proc, reason string) {
 	t.Helper()
-	eventually(t, 10*time.Second, "/readyz gives the reason", func() (bool, string) {
+	stack.Eventually(t, 10*time.Second, "/readyz gives the reason", func() (bool, string) {
 		code, body := get(t, sk, "/readyz")
 		return code == http.StatusServiceUnavailable && strings.Contains(body, reason), body
 	})
@@ -116,7 +130,7 @@ func published(t *testing.T, name string, limit time.Duration) time.Duration {
 	root := etcdAs(t, "root")
 	parts := strings.Split(name, ".")
 	key := "/skydns/org/example/" + parts[1] + "/" + parts[0] + "/"
-	eventually(t, limit, "a record of "+name+" in etcd", func() (bool, string) {
+	stack.Eventually(t, limit, "a record of "+name+" in etcd", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		resp, err := root.Get(ctx, key, clientv3.WithPrefix(), clientv3.WithCountOnly())
@@ -168,7 +182,7 @@ func TestStartWithAPIServerDown(t *testing.T) {
 	// on its first list, which took 5 s on two loaded cores: skylb's first
 	// pass cannot come before it serves the Gateway API's lists as it does
 	// skylb's (resourceVersion=0, from the watch cache).
-	eventually(t, time.Minute, "API server serves the Gateway API lists", func() (bool, string) {
+	stack.Eventually(t, time.Minute, "API server serves the Gateway API lists", func() (bool, string) {
 		for _, r := range []string{"gateways", "httproutes", "grpcroutes", "tlsroutes"} {
 			err := st.Kube.Discovery().RESTClient().Get().AbsPath("/apis/gateway.networking.k8s.io/v1", r).
 				Param("resourceVersion", "0").Do(ctxT(t)).Error()
@@ -189,6 +203,7 @@ func TestStartWithAPIServerDown(t *testing.T) {
 	if err := st.WaitSkylbReady(ctxT(t), sk); err != nil {
 		t.Fatal(err)
 	}
+	controllersBack(t)
 }
 
 // levelForbidden matches a warning or error line of skylb's text log that

@@ -1,16 +1,15 @@
 package e2e
 
-// High availability, readiness, metrics and the one-shot modes. These tests run
-// after the fault tests and replace the single skylb with two replicas.
+// High availability, readiness, metrics and the one-shot modes. These tests
+// stop the single skylb while they run (withoutSkylb): the first replaces it
+// with two replicas, the second runs it once by hand.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,29 +28,15 @@ var haArgs = []string{
 	"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
 }
 
-// scrape returns the samples of a skylb's /metrics whose name starts with prefix,
-// keyed by the sample's name and labels as printed.
+// scrape returns the samples of a skylb's /metrics whose name starts with
+// prefix (stack.Scrape), none when the page cannot be read.
 func scrape(t *testing.T, addr, prefix string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	samples, err := stack.Scrape(ctxT(t), addr, prefix)
 	if err != nil {
-		return nil
+		t.Logf("scrape: %v", err)
 	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, prefix) {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err == nil {
-			out[line[:i]] = v
-		}
-	}
-	return out
+	return samples
 }
 
 func readyz(addr string) int {
@@ -91,9 +76,7 @@ func leaderOf(t *testing.T, procs ...*stack.Proc) *stack.Proc {
 }
 
 func TestHighAvailability(t *testing.T) {
-	if err := st.Proc("skylb").Stop(); err != nil {
-		t.Fatal(err)
-	}
+	withoutSkylb(t)
 	a, err := st.StartSkylbNamed(ctxT(t), "skylb-a", replicaArgs()...)
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +92,7 @@ func TestHighAvailability(t *testing.T) {
 		}
 	}
 	var lead *stack.Proc
-	eventually(t, 20*time.Second, "one replica leads", func() (bool, string) {
+	stack.Eventually(t, 20*time.Second, "one replica leads", func() (bool, string) {
 		lead = leaderOf(t, a, b)
 		return lead != nil, "no leader yet"
 	})
@@ -188,7 +171,7 @@ func TestHighAvailability(t *testing.T) {
 				lead.Resume()
 			}
 		}()
-		eventually(t, 3*leaseDuration, "the other replica takes over", func() (bool, string) {
+		stack.Eventually(t, 3*leaseDuration, "the other replica takes over", func() (bool, string) {
 			return leaderOf(t, follower) == follower, "not yet"
 		})
 		svc, err := st.Kube.CoreV1().Services("ha").Get(ctxT(t), "web", metav1.GetOptions{})
@@ -206,7 +189,13 @@ func TestHighAvailability(t *testing.T) {
 			t.Fatal(err)
 		}
 		paused = false
-		time.Sleep(3 * time.Second)
+		// Once it reports that it does not lead, it writes nothing more;
+		// whatever it tried before is counted by then.
+		stack.Eventually(t, 3*leaseDuration, "the deposed leader knows it is deposed", func() (bool, string) {
+			m := scrape(t, lead.HTTPAddr(), "skylb_leader")
+			v, ok := m["skylb_leader"]
+			return ok && v == 0, fmt.Sprint(m)
+		})
 		after := scrape(t, lead.HTTPAddr(), "skylb_")
 		if after["skylb_etcd_transactions_total"] != before {
 			t.Errorf("the deposed leader committed %v transactions after waking up, want none",
@@ -225,14 +214,14 @@ func TestHighAvailability(t *testing.T) {
 		if err := etcd.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "/readyz unready without etcd", func() (bool, string) {
+		stack.Eventually(t, 10*time.Second, "/readyz unready without etcd", func() (bool, string) {
 			c := readyz(lead.HTTPAddr())
 			return c == http.StatusServiceUnavailable, fmt.Sprint(c)
 		})
 		if err := etcd.Restart(ctxT(t)); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 15*time.Second, "/readyz ready again", func() (bool, string) {
+		stack.Eventually(t, 15*time.Second, "/readyz ready again", func() (bool, string) {
 			c := readyz(lead.HTTPAddr())
 			return c == http.StatusOK, fmt.Sprint(c)
 		})
@@ -257,7 +246,10 @@ func runOnce(t *testing.T, extra ...string) (string, error) {
 }
 
 func TestOnceAndDryRun(t *testing.T) {
-	// Nothing else writes now: the replicas of the previous test are stopped.
+	// Nothing else writes while the skylb under test is stopped, and it has
+	// published all it was given before.
+	settle(t)
+	withoutSkylb(t)
 	namespace(t, "modes")
 	metallb(t, "modes", "web", []corev1.LoadBalancerIngress{{IP: "203.0.113.80"}})
 	before := revision(t)

@@ -1,0 +1,120 @@
+package e2e
+
+// Barriers: a test that must know skylb is done with what came before it
+// (it wrote nothing more, or it sent its Events) creates a Service after
+// everything else and waits for skylb to publish it.
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skylb/skylb/test/stack"
+)
+
+// marks counts the Services settle and controllersBack created.
+var marks atomic.Int32
+
+// settle creates a Service of another implementation, with one address and
+// no named port, and waits until skylb has written its one record: skylb
+// syncs objects in the order they change and commits in that order, so what
+// it was given before is in etcd too. It returns the etcd revision of that
+// record and the path of its name.
+func settle(t *testing.T) (int64, string) {
+	t.Helper()
+	rev, path, _ := mark(t)
+	return rev, path
+}
+
+// drained waits until skylb has written everything it was given before, to
+// etcd (settle) and to the API server's Events: it sends Events in the order
+// it makes them, within the Kubernetes client's rate limit, and a skylb that
+// has just started, or an API server back from an outage, leaves a backlog
+// that would hold back a test's first Event for seconds. A test that asserts
+// on Events within a bound calls it first.
+func drained(t *testing.T) {
+	t.Helper()
+	_, _, name := mark(t)
+	stack.Eventually(t, time.Minute, "skylb's Events sent up to settle/"+name,
+		hasEvent(t, "settle", "Service", name, "Published", "203.0.113.250"))
+}
+
+// controllersBack waits until a Service of pods is published again after the
+// API server came back: the watches of kube-controller-manager and of the
+// simulated kubelet reconnect with a backoff that grows to 30 s, and a test
+// that follows pods right after would wait for it. It runs one pod behind a
+// Service in namespace settle and waits until CoreDNS answers with its node's
+// address.
+func controllersBack(t *testing.T) {
+	t.Helper()
+	settleNamespace(t)
+	name := fmt.Sprintf("pods-%d", marks.Add(1))
+	deploy(t, "settle", name, 1, "")
+	lbService(t, "settle", name)
+	follow(t, time.Minute, "settle", name, name+".settle.example.org", 1)
+}
+
+// settleNamespace creates the namespace of the barriers' objects, once.
+func settleNamespace(t *testing.T) {
+	t.Helper()
+	_, err := st.Kube.CoreV1().Namespaces().Create(ctxT(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "settle"}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace settle: %v", err)
+	}
+}
+
+// mark creates the Service of settle and waits for its record; it returns the
+// record's revision, the path of its name and the Service's name.
+func mark(t *testing.T) (int64, string, string) {
+	t.Helper()
+	settleNamespace(t)
+	name := fmt.Sprintf("mark-%d", marks.Add(1))
+	metallb(t, "settle", name, []corev1.LoadBalancerIngress{{IP: "203.0.113.250"}}, func(s *corev1.Service) { s.Spec.Ports[0].Name = "" })
+	path := stack.StoredPath(name+".settle.example.org") + "/"
+	root := etcdAs(t, "root")
+	var rev int64
+	stack.Eventually(t, quick, "skylb writes the record of settle/"+name, func() (bool, string) {
+		resp, err := root.Get(ctxT(t), path, clientv3.WithPrefix())
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, kv := range resp.Kvs {
+			rev = max(rev, kv.ModRevision)
+		}
+		return len(resp.Kvs) > 0, "no key under " + path
+	})
+	return rev, path, name
+}
+
+// writesBetween returns the keys under /skydns/ written or deleted in the
+// etcd revisions after from up to to, each with its revision.
+func writesBetween(t *testing.T, from, to int64) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctxT(t), 10*time.Second)
+	defer cancel()
+	var out []string
+	for resp := range etcdAs(t, "root").Watch(ctx, "/skydns/", clientv3.WithPrefix(), clientv3.WithRev(from+1)) {
+		if err := resp.Err(); err != nil {
+			t.Fatalf("watch /skydns/ from revision %d: %v", from+1, err)
+		}
+		last := int64(0)
+		for _, ev := range resp.Events {
+			if ev.Kv.ModRevision <= to {
+				out = append(out, fmt.Sprintf("%s %s at %d", ev.Type, ev.Kv.Key, ev.Kv.ModRevision))
+			}
+			last = ev.Kv.ModRevision
+		}
+		if last >= to {
+			return out
+		}
+	}
+	t.Fatalf("watch /skydns/ from revision %d ended before revision %d: %v", from+1, to, ctx.Err())
+	return nil
+}
