@@ -233,15 +233,20 @@ for name in "${want[@]}"; do
 	fi
 done
 
+# The foreground builds, counted: "3 of 12" says how far along a first
+# build is.
+n=0 total=0
+for name in "${want[@]}"; do [ "$name" = coredns ] || total=$((total + 1)); done
 for name in "${want[@]}"; do
 	[ "$name" != coredns ] || continue
+	n=$((n + 1))
 	plan "$name"
 	if current "$name"; then
 		link "$name"
 		log "$name $VERSION: up to date"
 		continue
 	fi
-	log "$name $VERSION: building..."
+	log "$name $VERSION: building ($n of $total, $(elapsed $((SECONDS - START))) so far)..."
 	t0=$SECONDS
 	build_tool "$name"
 	put_in_place "$name"

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skylb/skylb/test/stack"
 )
 
 // identity is a component's credentials: a static token of the API server's
@@ -93,23 +95,13 @@ current-context: skylb
 `, c.APIServer, filepath.Join(c.pki(), "ca.crt"), tok)), 0o600)
 }
 
-// freePort returns a free TCP port on 127.0.0.1.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // startControlPlane starts etcd, kube-apiserver, kube-controller-manager and
 // kube-scheduler in the host network namespace, and returns once the API
 // server is ready.
 func (c *Cluster) startControlPlane(ctx context.Context, bin string) error {
 	var ports [4]int
 	for i := range ports {
-		p, err := freePort()
+		p, err := stack.FreePort()
 		if err != nil {
 			return err
 		}
