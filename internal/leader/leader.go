@@ -102,13 +102,50 @@ func (e *Elector) Leading() bool {
 
 // Run campaigns until ctx ends. Each time this replica becomes the leader, lead
 // is called with a context that ends when leadership ends; lead must return
-// promptly then, and Run resigns only after it has returned.
+// promptly then, and Run resigns only after it has returned. Run returns only
+// once every call of lead has.
 func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context)) error {
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: e.cfg.Namespace, Name: e.cfg.Name},
 		Client:     e.kube.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: e.cfg.Identity},
 	}
+	// client-go calls OnStartedLeading in a goroutine of its own, which may
+	// still run when its Run returns: leading counts those under way, and
+	// Run returns only once none is. One that starts after Run has stopped
+	// does not lead.
+	var (
+		mu      sync.Mutex
+		idle    = sync.NewCond(&mu)
+		leading int
+		stopped bool
+	)
+	started := func(lctx context.Context) {
+		mu.Lock()
+		if stopped {
+			mu.Unlock()
+			return
+		}
+		leading++
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			leading--
+			idle.Broadcast()
+			mu.Unlock()
+		}()
+		e.lead(lctx, lead)
+	}
+	// join waits until no lead runs; with stop, none starts afterwards.
+	join := func(stop bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = stopped || stop
+		for leading > 0 {
+			idle.Wait()
+		}
+	}
+	defer join(true)
 	for ctx.Err() == nil {
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock:            lock,
@@ -118,7 +155,7 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context)) error
 			ReleaseOnCancel: true,
 			Name:            e.cfg.Name,
 			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(lctx context.Context) { e.lead(lctx, lead) },
+				OnStartedLeading: started,
 				OnStoppedLeading: func() { e.cfg.Log.Info("stopped leading") },
 				OnNewLeader: func(id string) {
 					if id != e.cfg.Identity {
@@ -131,6 +168,9 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context)) error
 			return err
 		}
 		le.Run(ctx)
+		// A lost Lease ends this round: its lead returns before the next
+		// round may start another.
+		join(false)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package leader_test
 import (
 	"context"
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,4 +108,29 @@ func TestFencedLeadership(t *testing.T) {
 	t.Logf("b took over %v after a stopped", time.Since(start).Round(time.Millisecond))
 	stopB()
 	<-bDone
+}
+
+// TestRunJoinsLead checks that Run returns only after lead has: the caller
+// may then stop what lead used.
+func TestRunJoinsLead(t *testing.T) {
+	srv := etcdtest.Start(t)
+	etcd := srv.NewClient(t)
+	e := elector(fake.NewClientset(), etcd, "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	var returned atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Run(ctx, func(lctx context.Context) {
+			<-lctx.Done()
+			time.Sleep(300 * time.Millisecond) // a lead that takes its time to stop
+			returned.Store(true)
+		})
+	}()
+	waitFor(t, "a to lead", e.Leading)
+	cancel()
+	<-done
+	if !returned.Load() {
+		t.Errorf("Run returned before lead did")
+	}
 }
