@@ -19,6 +19,8 @@
 #                                            version test/tools/prometheus/go.mod requires
 #   helm                                     helm.sh/helm/v4 at the version
 #                                            test/tools/helm/go.mod requires
+#   external-dns                             sigs.k8s.io/external-dns at the version
+#                                            test/tools/external-dns/go.mod requires
 #
 # A binary is rebuilt only when its stamp file bin/.NAME.version differs from
 # what would be built now (module version, Go version, and a hash of its
@@ -44,6 +46,7 @@ FLUX_DIR=$TOOLS/flux
 CERT_MANAGER_DIR=$TOOLS/cert-manager
 PROMETHEUS_DIR=$TOOLS/prometheus
 HELM_DIR=$TOOLS/helm
+EXTERNAL_DNS_DIR=$TOOLS/external-dns
 
 # etcd_pinned: the etcd version etcd/kustomization.yaml pins for
 # registry.k8s.io/etcd (its tag 3.6.8-0 is etcd 3.6.8).
@@ -63,7 +66,7 @@ for dir in "$ETCD_DIR"/*/; do
 done
 ALL=(etcd etcdctl etcdutl "${ETCD_OTHERS[@]}" kube-apiserver kube-controller-manager kube-node coredns
 	source-controller kustomize-controller cert-manager-controller
-	promtool helm)
+	promtool helm external-dns)
 # The commands kube-node runs, by the name it is called with.
 KUBE_NODE_LINKS=(kubelet kube-scheduler kube-proxy)
 
@@ -115,6 +118,7 @@ plan() {
 	cert-manager-controller) module=github.com/cert-manager/cert-manager ;;
 	promtool) module=github.com/prometheus/prometheus ;;
 	helm) module=helm.sh/helm/v4 ;;
+	external-dns) module=sigs.k8s.io/external-dns ;;
 	*)
 		echo "unknown binary '$1' (known: ${ALL[*]})" >&2
 		exit 2
@@ -157,6 +161,13 @@ plan() {
 		VERSION=$(cd "$MODDIR" && go list -m -f '{{.Version}}' "$module")
 		LDFLAGS+=" -X $module/internal/version.version=$VERSION"
 		LDFLAGS+=" -X $module/internal/version.gitTreeState=clean"
+		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
+	elif [ "$module" = sigs.k8s.io/external-dns ]; then
+		# external-dns's own command, the tool of its module's go.mod,
+		# stamped with its version as upstream's release build does.
+		MODDIR=$EXTERNAL_DNS_DIR PKG=$module
+		VERSION=$(cd "$MODDIR" && go list -m -f '{{.Version}}' "$module")
+		LDFLAGS+=" -X $module/pkg/apis/externaldns.Version=$VERSION"
 		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
 	else
 		MODDIR=$TOOLS PKG=./cmd/$1
