@@ -164,7 +164,8 @@ plan() {
 		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
 	elif [ "$module" = sigs.k8s.io/external-dns ]; then
 		# external-dns's own command, the tool of its module's go.mod,
-		# stamped with its version as upstream's release build does.
+		# stamped with its version as upstream's release build does. v0.22.0:
+		# v0.23.0, the newest release, needs Go 1.27.
 		MODDIR=$EXTERNAL_DNS_DIR PKG=$module
 		VERSION=$(cd "$MODDIR" && go list -m -f '{{.Version}}' "$module")
 		LDFLAGS+=" -X $module/pkg/apis/externaldns.Version=$VERSION"
