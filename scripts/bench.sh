@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Benchmarks skylb on the real local stack (test/stack, everything on
 # loopback): propagation latency, cold start and restart at scale, one change
-# at scale, idle cost and the DNS answer rate, then the Go micro-benchmarks of
-# the hot paths. Prints a Markdown table and writes the numbers as JSON.
+# at scale, idle cost and the DNS answer rate; then, on the same stack and
+# objects once skylb has stopped and its records are removed, external-dns
+# (bin/external-dns, CoreDNS provider, --events): cold start, peak RSS, a
+# Service's status change to the answer and idle cost; then the Go
+# micro-benchmarks of the hot paths. Prints a Markdown table, with
+# external-dns's column and the ratio, and writes the numbers as JSON.
 #
 # Usage: scripts/bench.sh [--quick] [--out FILE] [--keep] [other flags of test/bench]
 #   --quick     smoke run: 200 Services, 40 Ingresses, 20 changes, short idle
-#               and rate phases, no micro-benchmarks (well under a minute once
-#               the binaries are built)
+#               and rate phases, no external-dns, no micro-benchmarks (well
+#               under a minute once the binaries are built)
+#   --external-dns=false   skylb only (--external-dns adds it to --quick)
+#   --services N, --ingresses N, --namespaces N   the large cluster's size
 #   --out FILE  JSON results (default .bench/results.json)
 #   --keep      keep the stack's logs
 #   --strict    exit 1 when an invariant breaks (a restart writes keys, one
