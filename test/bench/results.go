@@ -145,8 +145,8 @@ type oneChange struct {
 
 type idleResult struct {
 	Seconds    float64            `json:"seconds"`
-	GRPC       map[string]float64 `json:"etcd_grpc_requests"` // by method, from etcd's metrics
-	CPUSeconds float64            `json:"skylb_cpu_seconds"`
+	GRPC       map[string]float64 `json:"etcd_grpc_requests"`     // by method, from etcd's metrics
+	CPUSeconds float64            `json:"controller_cpu_seconds"` // skylb's or external-dns's
 }
 
 type dnsRate struct {
@@ -303,7 +303,7 @@ func (r *results) markdown() string {
 			return f("%.0f / %.0f / %.0f", i.GRPC["Range"], i.GRPC["Txn"], i.GRPC["Put"])
 		}
 		if e != nil && e.Idle != nil {
-			row(label, counts(i), "0 range reads", counts(e.Idle), ratio(e.Idle.total(), i.total())+" (all requests)")
+			row(label, counts(i), "0 range reads", counts(e.Idle), ratio(e.Idle.GRPC["Range"], i.GRPC["Range"])+" (range reads)")
 		} else {
 			row(label, counts(i), "0 range reads")
 		}
@@ -377,15 +377,6 @@ func ratio(a, b float64) string {
 		return "∞ (skylb 0)"
 	}
 	return fmt.Sprintf("×%.3g", a/b)
-}
-
-// total is every etcd request of the window.
-func (i *idleResult) total() float64 {
-	t := 0.0
-	for _, v := range i.GRPC {
-		t += v
-	}
-	return t
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -46,7 +46,7 @@ func TestMarkdownExternalDNSColumn(t *testing.T) {
 		{"peak RSS", "120.0 MiB (0.0 MiB) / 0.00 s", "×3 (RSS)"},
 		{"keys written", "2000 keys, one request each", "×0.667 (keys)"},
 		{"status address changed", "5000.0 / 5100.0 / 6000.0 / 6000.0 ms", "×500 (p50), ×300 (p99)"},
-		{"**Idle**", "1 / 0 / 0", "∞ (skylb 0) (all requests)"},
+		{"**Idle**", "1 / 0 / 0", "∞ (skylb 0) (range reads)"},
 		{"CPU of the controller", "none; 0.50 s", "×5 (CPU)"},
 	} {
 		got := tableRow(t, with, c.label)
