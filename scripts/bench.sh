@@ -19,8 +19,9 @@
 #   --strict    exit 1 when an invariant breaks (a restart writes keys, one
 #               change writes keys of other names, idle range reads); slow
 #               timings never fail the run
-# The full run takes about 6 minutes on 2 cores; it stops by itself (bounded
-# counts and time limits) and stops every process it started.
+# The full run took 14 minutes on 2 loaded cores, 3.6 of them external-dns's
+# phase; it stops by itself (bounded counts and time limits) and stops every
+# process it started.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 command -v go >/dev/null 2>&1 || PATH=$PATH:/usr/local/go/bin
