@@ -26,8 +26,24 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 command -v go >/dev/null 2>&1 || PATH=$PATH:/usr/local/go/bin
 
+# external-dns runs in the full mode unless --external-dns=false, and in the
+# quick mode only with --external-dns: build it only then.
+quick=false external_dns=
+for arg in "$@"; do
+	case $arg in
+	-quick | --quick | -quick=true | --quick=true) quick=true ;;
+	-external-dns | --external-dns | -external-dns=true | --external-dns=true) external_dns=true ;;
+	-external-dns=false | --external-dns=false) external_dns=false ;;
+	esac
+done
+if [ -z "$external_dns" ]; then
+	external_dns=true
+	[ "$quick" = false ] || external_dns=false
+fi
+
 scripts/install-deps.sh >/dev/null
 scripts/build-bins.sh >/dev/null
+[ "$external_dns" = false ] || scripts/build-bins.sh external-dns >/dev/null
 
 bin=$(mktemp -d "${TMPDIR:-/tmp}/skylb-bench-bin.XXXXXX")
 trap 'rm -rf "$bin"' EXIT
