@@ -19,6 +19,10 @@
 #                                            version test/tools/prometheus/go.mod requires
 #   helm                                     helm.sh/helm/v4 at the version
 #                                            test/tools/helm/go.mod requires
+#   external-dns                             sigs.k8s.io/external-dns at the version
+#                                            test/tools/external-dns/go.mod requires;
+#                                            only when named (scripts/bench.sh's full
+#                                            run names it): no test needs it
 #
 # A binary is rebuilt only when its stamp file bin/.NAME.version differs from
 # what would be built now (module version, Go version, and a hash of its
@@ -29,7 +33,7 @@
 # test/tools binaries build one after the other: on 2 cores this keeps both
 # busy through the single-threaded link steps.
 #
-# Usage: scripts/build-bins.sh [NAME...]   (default: all of them)
+# Usage: scripts/build-bins.sh [NAME...]   (default: all of them but external-dns)
 # Env:   BIN_DIR (default <repo>/bin), plus the usual Go variables
 #        (GOCACHE, GOMODCACHE, GOPROXY, GOFLAGS, ...).
 set -euo pipefail
@@ -44,6 +48,7 @@ FLUX_DIR=$TOOLS/flux
 CERT_MANAGER_DIR=$TOOLS/cert-manager
 PROMETHEUS_DIR=$TOOLS/prometheus
 HELM_DIR=$TOOLS/helm
+EXTERNAL_DNS_DIR=$TOOLS/external-dns
 
 # etcd_pinned: the etcd version etcd/kustomization.yaml pins for
 # registry.k8s.io/etcd (its tag 3.6.8-0 is etcd 3.6.8).
@@ -64,6 +69,8 @@ done
 ALL=(etcd etcdctl etcdutl "${ETCD_OTHERS[@]}" kube-apiserver kube-controller-manager kube-node coredns
 	source-controller kustomize-controller cert-manager-controller
 	promtool helm)
+# Built only when named.
+ON_REQUEST=(external-dns)
 # The commands kube-node runs, by the name it is called with.
 KUBE_NODE_LINKS=(kubelet kube-scheduler kube-proxy)
 
@@ -115,8 +122,9 @@ plan() {
 	cert-manager-controller) module=github.com/cert-manager/cert-manager ;;
 	promtool) module=github.com/prometheus/prometheus ;;
 	helm) module=helm.sh/helm/v4 ;;
+	external-dns) module=sigs.k8s.io/external-dns ;;
 	*)
-		echo "unknown binary '$1' (known: ${ALL[*]})" >&2
+		echo "unknown binary '$1' (known: ${ALL[*]} ${ON_REQUEST[*]})" >&2
 		exit 2
 		;;
 	esac
@@ -157,6 +165,14 @@ plan() {
 		VERSION=$(cd "$MODDIR" && go list -m -f '{{.Version}}' "$module")
 		LDFLAGS+=" -X $module/internal/version.version=$VERSION"
 		LDFLAGS+=" -X $module/internal/version.gitTreeState=clean"
+		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
+	elif [ "$module" = sigs.k8s.io/external-dns ]; then
+		# external-dns's own command, the tool of its module's go.mod,
+		# stamped with its version as upstream's release build does. v0.22.0:
+		# v0.23.0, the newest release, needs Go 1.27.
+		MODDIR=$EXTERNAL_DNS_DIR PKG=$module
+		VERSION=$(cd "$MODDIR" && go list -m -f '{{.Version}}' "$module")
+		LDFLAGS+=" -X $module/pkg/apis/externaldns.Version=$VERSION"
 		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
 	else
 		MODDIR=$TOOLS PKG=./cmd/$1

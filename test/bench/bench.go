@@ -33,6 +33,7 @@ type bench struct {
 	etcd  *clientv3.Client     // as root, to read revisions and watch
 	rec   *recorder            // every change under /skydns/
 	skylb *stack.Proc
+	ext   *extProc // external-dns, in its phase
 	// dns is CoreDNS without its cache, for the latency phases.
 	dns    *prober
 	closed bool
@@ -50,6 +51,9 @@ func newBench(ctx context.Context, o options) (*bench, error) {
 	}
 	if missing := stack.MissingBinaries(""); len(missing) > 0 {
 		return nil, fmt.Errorf("missing %s in bin/: run scripts/build-bins.sh", strings.Join(missing, ", "))
+	}
+	if _, err := os.Stat(filepath.Join(root, "bin", "external-dns")); o.externalDNS && err != nil {
+		return nil, errNoExternalDNS
 	}
 	dir, err := os.MkdirTemp("", "skylb-bench-")
 	if err != nil {
@@ -111,6 +115,9 @@ func (b *bench) close() {
 		return
 	}
 	b.closed = true
+	if b.ext != nil {
+		b.ext.stop()
+	}
 	if b.dns != nil {
 		b.dns.Close()
 	}
@@ -165,11 +172,13 @@ func (b *bench) versions() map[string]string {
 	if out, err := exec.Command("git", "-C", b.root, "describe", "--always", "--dirty").Output(); err == nil {
 		v["skylb"] = strings.TrimSpace(string(out))
 	}
-	for _, name := range []string{"etcd", "kube-apiserver", "coredns"} {
-		if s, err := os.ReadFile(filepath.Join(b.root, "bin", "."+name+".version")); err == nil {
-			if f := strings.Fields(string(s)); len(f) > 0 {
-				v[name] = f[0]
-			}
+	names := []string{"etcd", "kube-apiserver", "coredns"}
+	if b.o.externalDNS {
+		names = append(names, "external-dns")
+	}
+	for _, name := range names {
+		if s := binVersion(b.root, name); s != "" {
+			v[name] = s
 		}
 	}
 	return v

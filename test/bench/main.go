@@ -57,6 +57,9 @@ type options struct {
 	micro         bool
 	benchtime     string
 	strict        bool
+	externalDNS   bool
+	extChanges    int
+	extLimit      time.Duration
 }
 
 func main() {
@@ -77,7 +80,11 @@ func main() {
 	flag.IntVar(&o.cacheTTL, "cache-ttl", 5, "CoreDNS cache cap (SKYLB_DNS_CACHE_TTL) for the answer rate; 5 is the cluster default")
 	flag.StringVar(&o.benchtime, "benchtime", "1s", "-benchtime of the micro-benchmarks")
 	flag.BoolVar(&o.strict, "strict", false, "exit 1 when an invariant is broken (a restart writes keys, one change writes keys of other names, idle range reads); timings never fail the run")
+	flag.BoolVar(&o.externalDNS, "external-dns", false, "measure external-dns (bin/external-dns, CoreDNS provider) after skylb on the same objects (default on; off in quick mode)")
+	flag.IntVar(&o.extChanges, "status-changes", 0, "status address changes of one Service timed at scale, for skylb and external-dns (default 20; quick 4)")
+	flag.DurationVar(&o.extLimit, "external-dns-limit", 10*time.Minute, "how long external-dns may take to write the last record")
 	flag.Parse()
+	o.externalDNS = o.externalDNS || !o.quick && !flagSet("external-dns")
 	o.defaults()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -120,6 +127,7 @@ func (o *options) defaults() {
 	def(&o.changes, 200, 20)
 	def(&o.deployChanges, 20, 4)
 	def(&o.atScale, 40, 6)
+	def(&o.extChanges, 20, 4)
 	if o.idle == 0 {
 		o.idle = 60 * time.Second
 		if o.quick {
@@ -173,19 +181,26 @@ func run(ctx context.Context, o options) (*results, error) {
 	if o.quick {
 		limit = 3 * time.Minute
 	}
+	if o.externalDNS {
+		limit += o.extLimit + 5*time.Minute
+	}
 	ctx, cancel = context.WithTimeout(ctx, limit)
 	defer cancel()
 	t0 := time.Now()
-	phases := []struct {
+	type phase struct {
 		name string
 		f    func(context.Context, *results) error
-	}{
+	}
+	phases := []phase{
 		{"propagation", b.propagation},
 		{"cold start", b.coldStart},
 		{"restart", b.restart},
 		{"one change at scale", b.oneChange},
 		{"idle", b.idle},
 		{"DNS answer rate", b.dnsRate},
+	}
+	if o.externalDNS {
+		phases = append(phases, phase{"external-dns", b.externalDNS})
 	}
 	for _, p := range phases {
 		logf("phase: %s", p.name)
@@ -243,3 +258,10 @@ func describeMachine() machine {
 }
 
 var errSkipped = errors.New("skipped")
+
+// flagSet reports whether the command line set the named flag.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}

@@ -413,8 +413,13 @@ func (b *bench) oneChange(ctx context.Context, res *results) error {
 	o.SkylbKeys = after.sum("skylb_etcd_keys_written_total", nil) - before.sum("skylb_etcd_keys_written_total", nil)
 	o.CPUSeconds = u1.CPU - u0.CPU
 	o.CPUPerEvent = o.CPUSeconds * 1000 / float64(max(1, o.Changes))
+	// The change external-dns is timed on, for the comparison.
+	if o.StatusChange, err = b.statusChanges(ctx, b.o.extChanges, 10*time.Second); err != nil {
+		return err
+	}
 	res.OneChange = o
-	logf("one change at scale: ≤ %d keys per change, %d outside %s; p50 %.1f ms, p99 %.1f ms", o.KeysPerChange, o.Outside, path, o.DNS.P50, o.DNS.P99)
+	logf("one change at scale: ≤ %d keys per change, %d outside %s; p50 %.1f ms, p99 %.1f ms; status change p50 %.1f ms, p99 %.1f ms",
+		o.KeysPerChange, o.Outside, path, o.DNS.P50, o.DNS.P99, o.StatusChange.P50, o.StatusChange.P99)
 	return nil
 }
 
@@ -422,28 +427,40 @@ func (b *bench) oneChange(ctx context.Context, res *results) error {
 // client that could make any: CoreDNS's etcd plugin reads only when asked,
 // and the benchmark only keeps its watch open.
 func (b *bench) idle(ctx context.Context, res *results) error {
-	time.Sleep(3 * time.Second)
-	e0, err := b.etcdMetrics(ctx)
+	i, err := b.idleWindow(ctx, b.skylb.PID())
 	if err != nil {
 		return err
 	}
-	u0, err := readProc(b.skylb.PID())
+	res.Idle = i
+	logf("idle %.0fs: etcd requests %v; skylb CPU %.2fs", i.Seconds, i.GRPC, i.CPUSeconds)
+	return nil
+}
+
+// idleWindow counts etcd requests by method over the idle window, and the
+// CPU time of the controller pid meanwhile.
+func (b *bench) idleWindow(ctx context.Context, pid int) (*idleResult, error) {
+	time.Sleep(3 * time.Second)
+	e0, err := b.etcdMetrics(ctx)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	u0, err := readProc(pid)
+	if err != nil {
+		return nil, err
 	}
 	t := time.Now()
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	case <-time.After(b.o.idle):
 	}
 	e1, err := b.etcdMetrics(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	u1, err := readProc(b.skylb.PID())
+	u1, err := readProc(pid)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	i := &idleResult{Seconds: time.Since(t).Seconds(), GRPC: map[string]float64{}, CPUSeconds: u1.CPU - u0.CPU}
 	g0, g1 := e0.byLabel("grpc_server_started_total", "grpc_method"), e1.byLabel("grpc_server_started_total", "grpc_method")
@@ -455,20 +472,14 @@ func (b *bench) idle(ctx context.Context, res *results) error {
 	for _, m := range []string{"Range", "Txn", "Put", "DeleteRange"} {
 		i.GRPC[m] += 0
 	}
-	res.Idle = i
-	logf("idle %.0fs: etcd requests %v; skylb CPU %.2fs", i.Seconds, i.GRPC, i.CPUSeconds)
-	return nil
+	return i, nil
 }
 
 // dnsRate measures CoreDNS's answer rate for the large cluster's Service names,
 // with the standard Corefile (cache on) and without the cache.
 func (b *bench) dnsRate(ctx context.Context, res *results) error {
 	sc := b.o.scale
-	perNS := (sc.Services + sc.Namespaces - 1) / sc.Namespaces
-	names := make([]string, 0, sc.Services)
-	for i := range sc.Services {
-		names = append(names, fmt.Sprintf("svc-%04d.%s.%s", i%perNS, sc.namespace(i/perNS), benchZone))
-	}
+	names := sc.serviceNames()
 	// The standard Corefile, with its cache; the stack's own CoreDNS runs
 	// without it.
 	standard := filepath.Join(b.root, "coredns", "Corefile")

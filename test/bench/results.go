@@ -23,8 +23,10 @@ type results struct {
 	OneChange   *oneChange     `json:"one_change_at_scale,omitempty"`
 	Idle        *idleResult    `json:"idle,omitempty"`
 	DNSRate     *dnsRate       `json:"dns_rate,omitempty"`
-	Micro       []microResult  `json:"micro_benchmarks,omitempty"`
-	Targets     []target       `json:"targets,omitempty"`
+	// ExternalDNS is external-dns measured on the same stack and objects.
+	ExternalDNS *externalDNSResult `json:"external_dns,omitempty"`
+	Micro       []microResult      `json:"micro_benchmarks,omitempty"`
+	Targets     []target           `json:"targets,omitempty"`
 }
 
 // quantiles summarises latencies in milliseconds.
@@ -135,12 +137,16 @@ type oneChange struct {
 	Skylb       histQuantiles `json:"skylb_event_to_commit"`
 	CPUSeconds  float64       `json:"skylb_cpu_seconds"`
 	CPUPerEvent float64       `json:"skylb_cpu_ms_per_change"`
+	// StatusChange is the status address of one Service of the large
+	// cluster changed, API write to CoreDNS answer: what external-dns is
+	// timed on.
+	StatusChange quantiles `json:"status_change_to_dns"`
 }
 
 type idleResult struct {
 	Seconds    float64            `json:"seconds"`
-	GRPC       map[string]float64 `json:"etcd_grpc_requests"` // by method, from etcd's metrics
-	CPUSeconds float64            `json:"skylb_cpu_seconds"`
+	GRPC       map[string]float64 `json:"etcd_grpc_requests"`     // by method, from etcd's metrics
+	CPUSeconds float64            `json:"controller_cpu_seconds"` // skylb's or external-dns's
 }
 
 type dnsRate struct {
@@ -219,71 +225,118 @@ func (r *results) checkTargets() {
 	}
 }
 
-// markdown renders the results as the table of scripts/README.md.
+// markdown renders the results as the table of scripts/README.md: skylb's
+// column, its targets, and, when it ran, external-dns's column on the same
+// stack and objects with the ratio external-dns / skylb.
 func (r *results) markdown() string {
 	var b strings.Builder
-	row := func(cells ...string) { b.WriteString("| " + strings.Join(cells, " | ") + " |\n") }
 	f := func(format string, args ...any) string { return fmt.Sprintf(format, args...) }
-	row("measurement", "skylb", "target", "external-dns v0.21 (CoreDNS provider)")
-	row("---", "---", "---", "---")
+	e := r.ExternalDNS
+	cols := 3
+	if e != nil {
+		cols = 5
+	}
+	row := func(cells ...string) {
+		cells = cells[:min(len(cells), cols)]
+		for len(cells) < cols {
+			cells = append(cells, "")
+		}
+		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+	}
+	if e != nil {
+		row("measurement", "skylb", "target", "external-dns "+e.Version+" (CoreDNS provider, `--events`)", "external-dns / skylb")
+		row("---", "---", "---", "---", "---")
+	} else {
+		row("measurement", "skylb", "target")
+		row("---", "---", "---")
+	}
 	q := func(x quantiles) string {
 		return f("%.1f / %.1f / %.1f / %.1f ms", x.P50, x.P90, x.P99, x.Max)
 	}
 	if p := r.Propagation; p != nil {
-		row(f("**Propagation**, API write → CoreDNS answer (cache off), %d changes: p50 / p90 / p99 / max", p.Changes), q(p.DNS), "p99 < 100 ms", "5.0 s at best (1 min by default)")
+		row(f("**Propagation**, API write → CoreDNS answer (cache off), %d changes: p50 / p90 / p99 / max", p.Changes), q(p.DNS), "p99 < 100 ms")
 		for _, k := range []string{"service created", "endpoint added", "endpoint unready"} {
 			if x, ok := p.ByKind[k]; ok {
-				row(f("&nbsp;&nbsp;%s (%d)", k, x.N), q(x), "", "")
+				row(f("&nbsp;&nbsp;%s (%d)", k, x.N), q(x), "")
 			}
 		}
-		row("&nbsp;&nbsp;API write → record in etcd (watch)", q(p.Etcd), "", "")
+		row("&nbsp;&nbsp;API write → record in etcd (watch)", q(p.Etcd), "")
 		if p.Deployment.N > 0 {
-			row(f("&nbsp;&nbsp;Deployment scaled → CoreDNS answer, through kube-controller-manager and the simulated kubelet (%d)", p.Deployment.N), q(p.Deployment), "", "")
+			row(f("&nbsp;&nbsp;Deployment scaled → CoreDNS answer, through kube-controller-manager and the simulated kubelet (%d)", p.Deployment.N), q(p.Deployment), "")
 		}
-		row("&nbsp;&nbsp;inside skylb, event → etcd commit (`skylb_propagation_seconds`): p50 / p90 / p99", f("%.1f / %.1f / %.1f ms (p99 bucket ≤ %g ms)", p.Skylb.P50, p.Skylb.P90, p.Skylb.P99, p.Skylb.P99Upper), "p99 < 20 ms", "")
+		row("&nbsp;&nbsp;inside skylb, event → etcd commit (`skylb_propagation_seconds`): p50 / p90 / p99", f("%.1f / %.1f / %.1f ms (p99 bucket ≤ %g ms)", p.Skylb.P50, p.Skylb.P90, p.Skylb.P99, p.Skylb.P99Upper), "p99 < 20 ms")
 	}
 	if c := r.ColdStart; c != nil {
-		row(f("**Cold start**, %d Services + %d Ingresses in %d namespaces: process start → caches synced", r.Scale.Services, r.Scale.Ingresses, r.Scale.Namespaces), f("%.2f s", c.CachesSyncedSeconds), "", "")
-		row("&nbsp;&nbsp;caches synced → last record in etcd", f("%.2f s", c.LastRecordAfterSync), "< 2 s", "")
-		row("&nbsp;&nbsp;process start → last record in etcd", f("%.2f s", c.LastRecordSeconds), "< 5 s", "6.5 s (10,000 Services)")
-		row("&nbsp;&nbsp;skylb peak RSS (of which the mapped binary) / CPU", f("%.1f MiB (%.1f MiB) / %.2f s", c.PeakRSSMiB, c.PeakFileMiB, c.CPUSeconds), "< 75 MiB", "147 MiB")
-		row("&nbsp;&nbsp;etcd transactions / keys written", f("%.0f / %.0f", c.Txns, c.KeysWritten), "", "20,000 keys, one request each")
+		row(f("**Cold start**, %d Services + %d Ingresses in %d namespaces: process start → caches synced", r.Scale.Services, r.Scale.Ingresses, r.Scale.Namespaces), f("%.2f s", c.CachesSyncedSeconds), "")
+		row("&nbsp;&nbsp;caches synced → last record in etcd", f("%.2f s", c.LastRecordAfterSync), "< 2 s")
+		if e != nil {
+			row(f("&nbsp;&nbsp;process start → last record in etcd (external-dns: the %d Services' A records; `--source=service`)", e.Records), f("%.2f s", c.LastRecordSeconds), "< 5 s", f("%.2f s", e.LastRecordSeconds), ratio(e.LastRecordSeconds, c.LastRecordSeconds))
+			row("&nbsp;&nbsp;peak RSS (of which the mapped binary) / CPU", f("%.1f MiB (%.1f MiB) / %.2f s", c.PeakRSSMiB, c.PeakFileMiB, c.CPUSeconds), "< 75 MiB", f("%.1f MiB (%.1f MiB) / %.2f s", e.PeakRSSMiB, e.PeakFileMiB, e.CPUSeconds), ratio(e.PeakRSSMiB, c.PeakRSSMiB)+" (RSS)")
+			row("&nbsp;&nbsp;etcd transactions / keys written", f("%.0f / %.0f", c.Txns, c.KeysWritten), "", f("%d keys, one request each", e.KeysWritten), ratio(float64(e.KeysWritten), c.KeysWritten)+" (keys)")
+		} else {
+			row("&nbsp;&nbsp;process start → last record in etcd", f("%.2f s", c.LastRecordSeconds), "< 5 s")
+			row("&nbsp;&nbsp;skylb peak RSS (of which the mapped binary) / CPU", f("%.1f MiB (%.1f MiB) / %.2f s", c.PeakRSSMiB, c.PeakFileMiB, c.CPUSeconds), "< 75 MiB")
+			row("&nbsp;&nbsp;etcd transactions / keys written", f("%.0f / %.0f", c.Txns, c.KeysWritten), "")
+		}
 	}
 	if s := r.Restart; s != nil {
-		row("**Restart** over the converged state: process start → ready", f("%.2f s", s.ReadySeconds), "< 3 s", "")
-		row("&nbsp;&nbsp;keys written (etcd revision change)", f("%.0f (%d)", s.KeysWritten, s.RevisionDelta), "0", "")
+		row("**Restart** over the converged state: process start → ready", f("%.2f s", s.ReadySeconds), "< 3 s")
+		row("&nbsp;&nbsp;keys written (etcd revision change)", f("%.0f (%d)", s.KeysWritten, s.RevisionDelta), "0")
 	}
 	if o := r.OneChange; o != nil {
-		row(f("**One change at scale** (%d changes of one Service among %d): keys written per change", o.Changes, r.Scale.Services), f("%d (%d outside the name)", o.KeysPerChange, o.Outside), "that name's only", "")
-		row("&nbsp;&nbsp;API write → CoreDNS answer: p50 / p90 / p99 / max", q(o.DNS), "within the small cluster's", "")
-		row("&nbsp;&nbsp;API write → record in etcd (watch)", q(o.Etcd), "", "")
-		row("&nbsp;&nbsp;inside skylb: p50 / p99; skylb CPU per change", f("%.1f / %.1f ms; %.1f ms", o.Skylb.P50, o.Skylb.P99, o.CPUPerEvent), "", "")
-	}
-	if i := r.Idle; i != nil {
-		row(f("**Idle** %.0f s: etcd Range / Txn / Put requests", i.Seconds), f("%.0f / %.0f / %.0f", i.GRPC["Range"], i.GRPC["Txn"], i.GRPC["Put"]), "0 range reads", "1 read of the whole prefix a minute")
-		var other []string
-		for _, m := range sortedKeys(i.GRPC) {
-			if m != "Range" && m != "Txn" && m != "Put" && i.GRPC[m] > 0 {
-				other = append(other, f("%s %.0f", m, i.GRPC[m]))
+		row(f("**One change at scale** (%d changes of one Service among %d): keys written per change", o.Changes, r.Scale.Services), f("%d (%d outside the name)", o.KeysPerChange, o.Outside), "that name's only")
+		row("&nbsp;&nbsp;API write → CoreDNS answer: p50 / p90 / p99 / max", q(o.DNS), "within the small cluster's")
+		row("&nbsp;&nbsp;API write → record in etcd (watch)", q(o.Etcd), "")
+		row("&nbsp;&nbsp;inside skylb: p50 / p99; skylb CPU per change", f("%.1f / %.1f ms; %.1f ms", o.Skylb.P50, o.Skylb.P99, o.CPUPerEvent), "")
+		if x := o.StatusChange; x.N > 0 {
+			label := f("&nbsp;&nbsp;a Service's status address changed → CoreDNS answer (%d changes): p50 / p90 / p99 / max", x.N)
+			if e != nil {
+				row(label, q(x), "", q(e.StatusChange), ratio(e.StatusChange.P50, x.P50)+" (p50), "+ratio(e.StatusChange.P99, x.P99)+" (p99)")
+			} else {
+				row(label, q(x), "")
 			}
 		}
-		if len(other) == 0 {
-			other = []string{"none"}
+	}
+	if i := r.Idle; i != nil {
+		label := f("**Idle** %.0f s: etcd Range / Txn / Put requests", i.Seconds)
+		counts := func(i *idleResult) string {
+			return f("%.0f / %.0f / %.0f", i.GRPC["Range"], i.GRPC["Txn"], i.GRPC["Put"])
 		}
-		row("&nbsp;&nbsp;other etcd requests; skylb CPU", f("%s; %.2f s", strings.Join(other, ", "), i.CPUSeconds), "", "")
+		if e != nil && e.Idle != nil {
+			row(label, counts(i), "0 range reads", counts(e.Idle), ratio(e.Idle.GRPC["Range"], i.GRPC["Range"])+" (range reads)")
+		} else {
+			row(label, counts(i), "0 range reads")
+		}
+		other := func(i *idleResult) string {
+			var out []string
+			for _, m := range sortedKeys(i.GRPC) {
+				if m != "Range" && m != "Txn" && m != "Put" && i.GRPC[m] > 0 {
+					out = append(out, f("%s %.0f", m, i.GRPC[m]))
+				}
+			}
+			if len(out) == 0 {
+				out = []string{"none"}
+			}
+			return f("%s; %.2f s", strings.Join(out, ", "), i.CPUSeconds)
+		}
+		if e != nil && e.Idle != nil {
+			row("&nbsp;&nbsp;other etcd requests; CPU of the controller", other(i), "", other(e.Idle), ratio(e.Idle.CPUSeconds, i.CPUSeconds)+" (CPU)")
+		} else {
+			row("&nbsp;&nbsp;other etcd requests; skylb CPU", other(i), "")
+		}
 	}
 	if d := r.DNSRate; d != nil {
-		row(f("**DNS answers/s**, %d-record zone, CoreDNS with the standard Corefile (cache %d s)", d.Records, d.CacheTTL), f("%.0f /s (p50 %.0f µs, p99 %.0f µs)", d.Cached.QPS, d.Cached.P50Micros, d.Cached.P99Micros), "", "")
-		row("&nbsp;&nbsp;same without the cache (one etcd read per query)", f("%.0f /s (p50 %.0f µs, p99 %.0f µs)", d.Uncached.QPS, d.Uncached.P50Micros, d.Uncached.P99Micros), "", "")
+		row(f("**DNS answers/s**, %d-record zone, CoreDNS with the standard Corefile (cache %d s)", d.Records, d.CacheTTL), f("%.0f /s (p50 %.0f µs, p99 %.0f µs)", d.Cached.QPS, d.Cached.P50Micros, d.Cached.P99Micros), "")
+		row("&nbsp;&nbsp;same without the cache (one etcd read per query)", f("%.0f /s (p50 %.0f µs, p99 %.0f µs)", d.Uncached.QPS, d.Uncached.P50Micros, d.Uncached.P99Micros), "")
 		if d.LeasedCached.QPS > 0 {
-			row("&nbsp;&nbsp;with `--record-expiry` (leased records), cache on / off", f("%.0f /s / %.0f /s (p99 %.0f µs / %.0f µs)", d.LeasedCached.QPS, d.LeasedUncached.QPS, d.LeasedCached.P99Micros, d.LeasedUncached.P99Micros), "", "")
-			row("&nbsp;&nbsp;restart with `--record-expiry` → every record written again with its lease", f("%.1f s", d.LeasedSeconds), "", "")
+			row("&nbsp;&nbsp;with `--record-expiry` (leased records), cache on / off", f("%.0f /s / %.0f /s (p99 %.0f µs / %.0f µs)", d.LeasedCached.QPS, d.LeasedUncached.QPS, d.LeasedCached.P99Micros, d.LeasedUncached.P99Micros), "")
+			row("&nbsp;&nbsp;restart with `--record-expiry` → every record written again with its lease", f("%.1f s", d.LeasedSeconds), "")
 		}
 	}
 	if len(r.Micro) > 0 {
 		b.WriteString("\n| micro-benchmark | ns/op | B/op | allocs/op |\n|---|---:|---:|---:|\n")
 		for _, m := range r.Micro {
-			row(m.Package+" "+m.Name, f("%.0f", m.NsPerOp), f("%.0f", m.BPerOp), f("%.0f", m.AllocsOp))
+			fmt.Fprintf(&b, "| %s %s | %.0f | %.0f | %.0f |\n", m.Package, m.Name, m.NsPerOp, m.BPerOp, m.AllocsOp)
 		}
 	}
 	if len(r.Targets) > 0 {
@@ -313,6 +366,17 @@ func (r *results) markdown() string {
 		fmt.Fprintf(&b, "Versions: %s.\n", strings.Join(vs, ", "))
 	}
 	return b.String()
+}
+
+// ratio renders a / b, the times external-dns's figure is skylb's.
+func ratio(a, b float64) string {
+	switch {
+	case b == 0 && a == 0:
+		return "="
+	case b == 0:
+		return "∞ (skylb 0)"
+	}
+	return fmt.Sprintf("×%.3g", a/b)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
