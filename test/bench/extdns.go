@@ -16,6 +16,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skylb/skylb/test/stack"
 )
 
 // externalDNSResult is external-dns, run as its users run it with CoreDNS,
@@ -183,7 +185,7 @@ func (b *bench) externalDNS(ctx context.Context, res *results) error {
 	names := b.o.scale.serviceNames()
 	want := make(map[string]bool, len(names))
 	for _, n := range names {
-		want[storedPath(n)] = true
+		want[stack.StoredPath(n)+"/"] = true
 	}
 	e := &externalDNSResult{Records: len(names), Version: binVersion(b.root, "external-dns")}
 	mark := b.rec.mark()
