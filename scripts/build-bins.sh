@@ -112,17 +112,27 @@ kube_ldflags() {
 # plan NAME: sets VERSION, LDFLAGS and STAMP for NAME, and MODDIR and PKG,
 # the module directory to build in and the package to build.
 plan() {
-	local module='' files=() etcd_version=''
+	local module='' files=() etcd_version='' tool_dir=''
 	case $1 in
 	etcd | etcdctl | etcdutl) etcd_version=$ETCD_VERSION ;;
 	etcd-*) etcd_version=${1#etcd-} ;;
 	kube-apiserver | kube-controller-manager | kube-node) module=k8s.io/kubernetes ;;
 	coredns) module= ;;
-	source-controller | kustomize-controller) module=github.com/fluxcd/$1 ;;
-	cert-manager-controller) module=github.com/cert-manager/cert-manager ;;
-	promtool) module=github.com/prometheus/prometheus ;;
-	helm) module=helm.sh/helm/v4 ;;
-	external-dns) module=sigs.k8s.io/external-dns ;;
+	# Each of these has a module of its own under test/tools that pins the
+	# upstream module; PKG is the command, the tool of that go.mod.
+	source-controller | kustomize-controller)
+		module=github.com/fluxcd/$1 tool_dir=$FLUX_DIR/$1 PKG=github.com/fluxcd/$1 ;;
+	cert-manager-controller)
+		# The upstream command's module is not on the module proxy: a main of
+		# our own assembles the controllers from the library.
+		module=github.com/cert-manager/cert-manager tool_dir=$CERT_MANAGER_DIR PKG=. ;;
+	promtool)
+		module=github.com/prometheus/prometheus tool_dir=$PROMETHEUS_DIR
+		PKG=$module/cmd/promtool ;;
+	helm) module=helm.sh/helm/v4 tool_dir=$HELM_DIR PKG=helm.sh/helm/v4/cmd/helm ;;
+	external-dns)
+		# v0.22.0: v0.23.0, the newest release, needs Go 1.27.
+		module=sigs.k8s.io/external-dns tool_dir=$EXTERNAL_DNS_DIR PKG=$module ;;
 	*)
 		echo "unknown binary '$1' (known: ${ALL[*]} ${ON_REQUEST[*]})" >&2
 		exit 2
@@ -142,38 +152,16 @@ plan() {
 		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
 	elif [ -z "$module" ]; then
 		VERSION=$COREDNS_VERSION
-	elif [ "$module" = "github.com/fluxcd/$1" ]; then
-		# The controller module's own main package, the tool of its go.mod.
-		MODDIR=$FLUX_DIR/$1 PKG=$module
+	elif [ -n "$tool_dir" ]; then
+		MODDIR=$tool_dir
 		VERSION=$(cd "$MODDIR" && go list -m -f '{{.Version}}' "$module")
 		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
-	elif [ "$1" = cert-manager-controller ]; then
-		# The upstream command's module is not on the module proxy: a main of
-		# our own assembles the controllers from the library.
-		MODDIR=$CERT_MANAGER_DIR PKG=.
-		VERSION=$(cd "$MODDIR" && go list -m -f '{{.Version}}' "$module")
-		files=("$MODDIR/go.mod" "$MODDIR/go.sum" "$MODDIR/main.go")
-	elif [ "$module" = github.com/prometheus/prometheus ]; then
-		# Prometheus's own command, the tool of its module's go.mod.
-		MODDIR=$PROMETHEUS_DIR PKG=$module/cmd/$1
-		VERSION=$(cd "$MODDIR" && go list -m -f '{{.Version}}' "$module")
-		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
-	elif [ "$module" = helm.sh/helm/v4 ]; then
-		# Helm's own command, the tool of its module's go.mod, stamped with
-		# its version as upstream's release build does.
-		MODDIR=$HELM_DIR PKG=$module/cmd/helm
-		VERSION=$(cd "$MODDIR" && go list -m -f '{{.Version}}' "$module")
-		LDFLAGS+=" -X $module/internal/version.version=$VERSION"
-		LDFLAGS+=" -X $module/internal/version.gitTreeState=clean"
-		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
-	elif [ "$module" = sigs.k8s.io/external-dns ]; then
-		# external-dns's own command, the tool of its module's go.mod,
-		# stamped with its version as upstream's release build does. v0.22.0:
-		# v0.23.0, the newest release, needs Go 1.27.
-		MODDIR=$EXTERNAL_DNS_DIR PKG=$module
-		VERSION=$(cd "$MODDIR" && go list -m -f '{{.Version}}' "$module")
-		LDFLAGS+=" -X $module/pkg/apis/externaldns.Version=$VERSION"
-		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
+		[ ! -f "$MODDIR/main.go" ] || files+=("$MODDIR/main.go")
+		# Stamped with their version as upstream's release builds do.
+		case $1 in
+		helm) LDFLAGS+=" -X $module/internal/version.version=$VERSION -X $module/internal/version.gitTreeState=clean" ;;
+		external-dns) LDFLAGS+=" -X $module/pkg/apis/externaldns.Version=$VERSION" ;;
+		esac
 	else
 		MODDIR=$TOOLS PKG=./cmd/$1
 		VERSION=$(tools_version "$module")
