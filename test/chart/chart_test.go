@@ -37,16 +37,6 @@ import (
 	"github.com/skylb/skylb/test/stack"
 )
 
-// helm returns bin/helm, failing the test if it has not been built.
-func helm(t *testing.T, root string) string {
-	t.Helper()
-	p := filepath.Join(root, "bin", "helm")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%v: build it with scripts/build-bins.sh helm", err)
-	}
-	return p
-}
-
 // output runs name with args in dir and returns its standard output; the
 // error carries its standard error.
 func output(dir, name string, args ...string) ([]byte, error) {
@@ -114,7 +104,7 @@ func key(obj object) string {
 func helmTemplate(t *testing.T, root, name, namespace string, args ...string) map[string]object {
 	t.Helper()
 	args = append([]string{"template", name, "manifests/chart", "--namespace", namespace}, args...)
-	return decode(t, run(t, root, helm(t, root), args...))
+	return decode(t, run(t, root, stack.Bin(t, root, "helm"), args...))
 }
 
 // kustomize renders dir (relative to root) with kubectl's kustomize.
@@ -191,7 +181,7 @@ func same(t *testing.T, chart, kust map[string]object) {
 
 func TestLint(t *testing.T) {
 	root := stack.Root(t)
-	bin := helm(t, root)
+	bin := stack.Bin(t, root, "helm")
 	for _, args := range [][]string{
 		nil,
 		{"--set", "monitoring.enabled=true", "--set", "monitoring.labels.release=kube-prometheus-stack",
@@ -447,7 +437,7 @@ func TestValuesReachTheObjects(t *testing.T) {
 			"replicas=two":                "at '/replicas': got string, want integer",
 			"image.pullpolicy=Always":     "additional properties 'pullpolicy' not allowed",
 		} {
-			_, err := output(root, helm(t, root), "template", "skylb", "manifests/chart", "--set", set)
+			_, err := output(root, stack.Bin(t, root, "helm"), "template", "skylb", "manifests/chart", "--set", set)
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("Got helm template --set %s: %v, want the error %q", set, err, want)
 			}

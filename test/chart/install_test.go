@@ -24,7 +24,7 @@ import (
 func TestInstall(t *testing.T) {
 	ctx := cluster.RootTest(t, 12*time.Minute)
 	root := stack.Root(t)
-	bin := helm(t, root)
+	bin := stack.Bin(t, root, "helm")
 	dir := t.TempDir()
 	secrets := filepath.Join(dir, "secrets")
 	run(t, root, filepath.Join(root, "scripts", "gen-certs.sh"), "--secrets", secrets, filepath.Join(dir, "certs"))

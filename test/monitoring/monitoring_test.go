@@ -14,16 +14,6 @@ import (
 	"github.com/skylb/skylb/test/stack"
 )
 
-// promtool returns bin/promtool, failing the test if it has not been built.
-func promtool(t *testing.T, root string) string {
-	t.Helper()
-	p := filepath.Join(root, "bin", "promtool")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%v: build it with scripts/build-bins.sh promtool", err)
-	}
-	return p
-}
-
 // run runs promtool with args in dir and fails the test on an error.
 func run(t *testing.T, promtool, dir string, args ...string) string {
 	t.Helper()
@@ -78,7 +68,7 @@ func readRules(t *testing.T, root string) (ruleGroups, []byte) {
 // then promtool test rules on prometheusrule_test.yaml.
 func TestAlertRules(t *testing.T) {
 	root := stack.Root(t)
-	bin := promtool(t, root)
+	bin := stack.Bin(t, root, "promtool")
 	_, rules := readRules(t, root)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), rules, 0o644); err != nil {
@@ -156,7 +146,7 @@ func TestEveryAlertTested(t *testing.T) {
 // PromQL (promtool check rules, each as a recording rule).
 func TestDashboard(t *testing.T) {
 	root := stack.Root(t)
-	bin := promtool(t, root)
+	bin := stack.Bin(t, root, "promtool")
 	b, err := os.ReadFile(filepath.Join(root, "manifests", "monitoring", "dashboard.json"))
 	if err != nil {
 		t.Fatal(err)

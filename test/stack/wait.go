@@ -2,6 +2,8 @@ package stack
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -37,4 +39,15 @@ func FreeAddr() (string, error) {
 // the call.
 func FreePort() (int, error) {
 	return freePort(nil)
+}
+
+// Bin returns <root>/bin/name, a binary scripts/build-bins.sh builds, and
+// fails t when it has not been built.
+func Bin(t testing.TB, root, name string) string {
+	t.Helper()
+	p := filepath.Join(root, "bin", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%v: build it with scripts/build-bins.sh %s", err, name)
+	}
+	return p
 }
