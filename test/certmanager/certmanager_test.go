@@ -65,12 +65,12 @@ func TestCertManager(t *testing.T) {
 	t.Logf("measure: cluster of %d nodes up in %v", len(c.Nodes), time.Since(t0).Round(time.Second))
 
 	t0 = time.Now()
-	kubectl(ctx, t, c, "apply", "--server-side", "-f", crds)
-	kubectl(ctx, t, c, "wait", "-f", crds, "--for=condition=Established", "--timeout=1m")
-	kubectl(ctx, t, c, "apply", "-k", filepath.Join(root, "test", "certmanager", "testdata", "install"))
-	kubectl(ctx, t, c, "-n", "cert-manager", "rollout", "status", "deployment/cert-manager", "--timeout=3m")
+	c.MustKubectl(ctx, t, "apply", "--server-side", "-f", crds)
+	c.MustKubectl(ctx, t, "wait", "-f", crds, "--for=condition=Established", "--timeout=1m")
+	c.MustKubectl(ctx, t, "apply", "-k", filepath.Join(root, "test", "certmanager", "testdata", "install"))
+	c.MustKubectl(ctx, t, "-n", "cert-manager", "rollout", "status", "deployment/cert-manager", "--timeout=3m")
 	t.Logf("measure: cert-manager installed -> controller Ready in %v", time.Since(t0).Round(time.Second))
-	got := kubectl(ctx, t, c, "-n", "cert-manager", "get", "pods", "-l", "app=cert-manager",
+	got := c.MustKubectl(ctx, t, "-n", "cert-manager", "get", "pods", "-l", "app=cert-manager",
 		"-o", `jsonpath={range .items[*]}{.spec.containers[0].image} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
 	if want := images.CertManagerControllerRef + " True"; strings.TrimSpace(got) != want {
 		t.Fatalf("Got cert-manager pods %q, want %q", got, want)
@@ -80,7 +80,7 @@ func TestCertManager(t *testing.T) {
 	deploy(ctx, t, c, root)
 	t.Logf("measure: first kubectl apply -> every Certificate Ready, the RBAC Job complete, etcd, CoreDNS and skylb rolled out in %v", time.Since(t0).Round(time.Second))
 	for _, issuer := range []string{"skylb-etcd-selfsigned", "skylb-etcd-ca"} {
-		kubectl(ctx, t, c, "wait", "clusterissuer/"+issuer, "--for=condition=Ready", "--timeout=1m")
+		c.MustKubectl(ctx, t, "wait", "clusterissuer/"+issuer, "--for=condition=Ready", "--timeout=1m")
 	}
 	ca, root509 := secretPair(ctx, t, c, "skylb-dns", "etcd-root-client")
 	serving := secretLeaf(ctx, t, c, "skylb-dns", "etcd-server")
@@ -128,7 +128,7 @@ func renew(ctx context.Context, t *testing.T, c *cluster.Cluster, server string,
 		patch := fmt.Sprintf(`[{"op":"add","path":"/status/conditions/-","value":{"type":"Issuing","status":"True",`+
 			`"reason":"ManuallyTriggered","message":"Certificate re-issuance manually triggered","lastTransitionTime":%q}}]`,
 			time.Now().UTC().Format(time.RFC3339))
-		kubectl(ctx, t, c, "-n", r.ns, "patch", "certificate/"+r.name, "--subresource=status", "--type=json", "-p", patch)
+		c.MustKubectl(ctx, t, "-n", r.ns, "patch", "certificate/"+r.name, "--subresource=status", "--type=json", "-p", patch)
 	}
 	fresh := map[string]*big.Int{}
 	for _, r := range renewed {
@@ -140,7 +140,7 @@ func renew(ctx context.Context, t *testing.T, c *cluster.Cluster, server string,
 			fresh[r.name] = leaf.SerialNumber
 			return true
 		})
-		kubectl(ctx, t, c, "-n", r.ns, "wait", "certificate/"+r.name, "--for=condition=Ready", "--timeout=1m")
+		c.MustKubectl(ctx, t, "-n", r.ns, "wait", "certificate/"+r.name, "--for=condition=Ready", "--timeout=1m")
 	}
 	t.Logf("measure: renewal of %d Certificates triggered -> every Secret holds a new certificate in %v", len(renewed), time.Since(t0).Round(100*time.Millisecond))
 
@@ -180,15 +180,15 @@ func renew(ctx context.Context, t *testing.T, c *cluster.Cluster, server string,
 		}
 	}
 	t1 := time.Now()
-	kubectl(ctx, t, c, "expose", "deployment", "web", "--name=web-renewed", "--type=LoadBalancer", "--port=80")
+	c.MustKubectl(ctx, t, "expose", "deployment", "web", "--name=web-renewed", "--type=LoadBalancer", "--port=80")
 	cluster.WaitAnswer(ctx, t, server, "web-renewed.default."+zone, want)
 	t.Logf("measure: skylb's connections to etcd cut after the renewal -> a new Service's name answers in %v", time.Since(t1).Round(100*time.Millisecond))
 
 	// CoreDNS reads its certificate at start only: the deployment page's restart.
 	t1 = time.Now()
 	t.Logf("CoreDNS restarted %v after the renewal was triggered", t1.Sub(t0).Round(100*time.Millisecond))
-	kubectl(ctx, t, c, "-n", "skylb-coredns", "rollout", "restart", "deployment/coredns")
-	kubectl(ctx, t, c, "-n", "skylb-coredns", "rollout", "status", "deployment/coredns", "--timeout=3m")
+	c.MustKubectl(ctx, t, "-n", "skylb-coredns", "rollout", "restart", "deployment/coredns")
+	c.MustKubectl(ctx, t, "-n", "skylb-coredns", "rollout", "status", "deployment/coredns", "--timeout=3m")
 	coredns := renewed[2]
 	waitMounted(ctx, t, c, coredns.ns, coredns.selector, coredns.volume, fresh[coredns.name])
 	cluster.WaitAnswer(ctx, t, server, webName, want)
@@ -236,21 +236,21 @@ func deploy(ctx context.Context, t *testing.T, c *cluster.Cluster, root string) 
 			t.Fatal(err)
 		}
 	}
-	kubectl(ctx, t, c, "apply", "-k", filepath.Join(dir, "etcd"))
-	kubectl(ctx, t, c, "-n", "cert-manager", "wait", "certificate/skylb-etcd-ca", "--for=condition=Ready", "--timeout=3m")
-	kubectl(ctx, t, c, "-n", "skylb-dns", "wait", "certificates", "--all", "--for=condition=Ready", "--timeout=3m")
-	kubectl(ctx, t, c, "-n", "skylb-dns", "rollout", "status", "statefulset/etcd", "--timeout=5m")
-	kubectl(ctx, t, c, "-n", "skylb-dns", "wait", "--for=condition=complete", "job/etcd-rbac-bootstrap", "--timeout=5m")
+	c.MustKubectl(ctx, t, "apply", "-k", filepath.Join(dir, "etcd"))
+	c.MustKubectl(ctx, t, "-n", "cert-manager", "wait", "certificate/skylb-etcd-ca", "--for=condition=Ready", "--timeout=3m")
+	c.MustKubectl(ctx, t, "-n", "skylb-dns", "wait", "certificates", "--all", "--for=condition=Ready", "--timeout=3m")
+	c.MustKubectl(ctx, t, "-n", "skylb-dns", "rollout", "status", "statefulset/etcd", "--timeout=5m")
+	c.MustKubectl(ctx, t, "-n", "skylb-dns", "wait", "--for=condition=complete", "job/etcd-rbac-bootstrap", "--timeout=5m")
 
-	kubectl(ctx, t, c, "apply", "-k", filepath.Join(dir, "coredns"))
-	kubectl(ctx, t, c, "-n", "skylb-coredns", "wait", "certificates", "--all", "--for=condition=Ready", "--timeout=3m")
-	kubectl(ctx, t, c, "-n", "skylb-coredns", "rollout", "status", "deployment/coredns", "--timeout=3m")
+	c.MustKubectl(ctx, t, "apply", "-k", filepath.Join(dir, "coredns"))
+	c.MustKubectl(ctx, t, "-n", "skylb-coredns", "wait", "certificates", "--all", "--for=condition=Ready", "--timeout=3m")
+	c.MustKubectl(ctx, t, "-n", "skylb-coredns", "rollout", "status", "deployment/coredns", "--timeout=3m")
 
-	kubectl(ctx, t, c, "apply", "-k", filepath.Join(dir, "skylb"))
-	kubectl(ctx, t, c, "-n", "skylb", "wait", "certificates", "--all", "--for=condition=Ready", "--timeout=3m")
-	kubectl(ctx, t, c, "-n", "skylb", "rollout", "status", "deployment/skylb", "--timeout=3m")
+	c.MustKubectl(ctx, t, "apply", "-k", filepath.Join(dir, "skylb"))
+	c.MustKubectl(ctx, t, "-n", "skylb", "wait", "certificates", "--all", "--for=condition=Ready", "--timeout=3m")
+	c.MustKubectl(ctx, t, "-n", "skylb", "rollout", "status", "deployment/skylb", "--timeout=3m")
 
-	out := kubectl(ctx, t, c, "get", "certificates", "-A", "-o",
+	out := c.MustKubectl(ctx, t, "get", "certificates", "-A", "-o",
 		`jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 6 {
@@ -284,16 +284,6 @@ func crdDir(ctx context.Context, root string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(module, "deploy", "crds"), nil
-}
-
-// kubectl runs kubectl against the cluster and fails t on an error.
-func kubectl(ctx context.Context, t *testing.T, c *cluster.Cluster, args ...string) string {
-	t.Helper()
-	out, err := c.Kubectl(ctx, args...)
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
 }
 
 // waitFor polls cond every half second until it holds, and fails t after
@@ -408,7 +398,7 @@ func servedSerial(ctx context.Context, ip, serverName string, ca *x509.CertPool,
 // podIPs returns the addresses of the pods of ns matching selector, by name.
 func podIPs(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, selector string) map[string]string {
 	t.Helper()
-	out := kubectl(ctx, t, c, "-n", ns, "get", "pods", "-l", selector, "-o",
+	out := c.MustKubectl(ctx, t, "-n", ns, "get", "pods", "-l", selector, "-o",
 		`jsonpath={range .items[*]}{.metadata.name} {.status.podIP}{"\n"}{end}`)
 	ips := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -430,7 +420,7 @@ type pod struct {
 // runningPods returns the running pods of ns matching selector.
 func runningPods(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, selector string) []pod {
 	t.Helper()
-	out := kubectl(ctx, t, c, "-n", ns, "get", "pods", "-l", selector, "--field-selector=status.phase=Running", "-o",
+	out := c.MustKubectl(ctx, t, "-n", ns, "get", "pods", "-l", selector, "--field-selector=status.phase=Running", "-o",
 		`jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.metadata.uid} {.status.containerStatuses[0].containerID} {.metadata.deletionTimestamp}{"\n"}{end}`)
 	var pods []pod
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {

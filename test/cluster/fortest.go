@@ -86,3 +86,14 @@ func (l testLog) Write(b []byte) (int, error) {
 	l.t.Log(strings.TrimRight(string(b), "\n"))
 	return len(b), nil
 }
+
+// MustKubectl runs kubectl against the cluster and fails t on an error, with
+// kubectl's output.
+func (c *Cluster) MustKubectl(ctx context.Context, t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := c.Kubectl(ctx, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}

@@ -293,11 +293,7 @@ func (e *env) waitAnswer(ctx context.Context, limit time.Duration, name string, 
 // kubectl runs kubectl against the cluster and fails the test on an error.
 func (e *env) kubectl(ctx context.Context, args ...string) string {
 	e.t.Helper()
-	out, err := e.c.Kubectl(ctx, args...)
-	if err != nil {
-		e.t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
-	}
-	return out
+	return e.c.MustKubectl(ctx, e.t, args...)
 }
 
 // waitFor polls cond until it holds or limit passes.

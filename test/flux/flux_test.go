@@ -42,13 +42,9 @@ func TestFlux(t *testing.T) {
 	t.Logf("measure: cluster of %d nodes up in %v", len(c.Nodes), time.Since(t0).Round(time.Second))
 
 	t0 = time.Now()
-	if out, err := c.Kubectl(ctx, "apply", "--server-side", "-k", install); err != nil {
-		t.Fatalf("install Flux: %v\n%s", err, out)
-	}
+	c.MustKubectl(ctx, t, "apply", "--server-side", "-k", install)
 	for _, name := range controllers {
-		if out, err := c.Kubectl(ctx, "-n", "flux-system", "rollout", "status", "deployment/"+name, "--timeout=3m"); err != nil {
-			t.Fatalf("%s: %v\n%s", name, err, out)
-		}
+		c.MustKubectl(ctx, t, "-n", "flux-system", "rollout", "status", "deployment/"+name, "--timeout=3m")
 	}
 	t.Logf("measure: Flux installed -> source-controller and kustomize-controller Ready in %v", time.Since(t0).Round(time.Second))
 	for _, name := range controllers {
@@ -127,9 +123,7 @@ func (f *fleet) deploy(ctx context.Context, t *testing.T, root string) []string 
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	if out, err := f.c.Kubectl(ctx, "apply", "-f", file); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	f.c.MustKubectl(ctx, t, "apply", "-f", file)
 	ready := map[string]time.Time{}
 	for _, name := range append([]string{"flux-system"}, kustomizations...) {
 		ready[name] = waitReady(ctx, t, f.c, name)
@@ -164,9 +158,7 @@ func (f *fleet) changeZone(ctx context.Context, t *testing.T, want []string) {
 	t.Logf("measure: commit of a new zone pushed -> %s answers %v in %v", f.web(), want, time.Since(t0).Round(time.Second))
 	for _, d := range []string{"skylb-coredns/deployment/coredns", "skylb/deployment/skylb"} {
 		ns, name, _ := strings.Cut(d, "/")
-		if out, err := f.c.Kubectl(ctx, "-n", ns, "rollout", "status", name, "--timeout=3m"); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
+		f.c.MustKubectl(ctx, t, "-n", ns, "rollout", "status", name, "--timeout=3m")
 		got := get(ctx, t, f.c, ns, name, `{.spec.template.metadata.annotations.skylb\.io/settings}`)
 		if !strings.Contains(got, "zone="+zone) {
 			t.Errorf("Got %s's pod template annotated %q, want the zone %s", d, got, zone)
@@ -283,12 +275,8 @@ func applySecrets(ctx context.Context, t *testing.T, c *cluster.Cluster, root st
 		t.Fatalf("gen-certs.sh: %v\n%s", err, out)
 	}
 	for _, ns := range []string{"skylb-dns", "skylb-coredns", "skylb"} {
-		if out, err := c.Kubectl(ctx, "create", "namespace", ns); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		if out, err := c.Kubectl(ctx, "apply", "-f", filepath.Join(secrets, ns+".yaml")); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
+		c.MustKubectl(ctx, t, "create", "namespace", ns)
+		c.MustKubectl(ctx, t, "apply", "-f", filepath.Join(secrets, ns+".yaml"))
 	}
 }
 
@@ -297,9 +285,7 @@ func applySecrets(ctx context.Context, t *testing.T, c *cluster.Cluster, root st
 func requestReconcile(ctx context.Context, t *testing.T, c *cluster.Cluster, object string) {
 	t.Helper()
 	at := time.Now().Format(time.RFC3339Nano)
-	if out, err := c.Kubectl(ctx, "-n", "flux-system", "annotate", "--overwrite", object, "reconcile.fluxcd.io/requestedAt="+at); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	c.MustKubectl(ctx, t, "-n", "flux-system", "annotate", "--overwrite", object, "reconcile.fluxcd.io/requestedAt="+at)
 }
 
 // get returns the trimmed output of kubectl get object (its arguments,
@@ -311,11 +297,7 @@ func get(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, object, temp
 	if ns != "" {
 		args = append([]string{"-n", ns}, args...)
 	}
-	out, err := c.Kubectl(ctx, append(args, "-o", "jsonpath="+template)...)
-	if err != nil {
-		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(out)
+	return strings.TrimSpace(c.MustKubectl(ctx, t, append(args, "-o", "jsonpath="+template)...))
 }
 
 // upCluster starts a three-node cluster in <root>/.cluster/flux with the
