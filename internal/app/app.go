@@ -401,11 +401,15 @@ func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *cont
 		})
 	m.Vec("skylb_addresses_checked", "Addresses under health checks, by state (healthy, unhealthy).", prometheus.GaugeValue,
 		[]string{"state"}, func() map[string]float64 {
-			out := map[string]float64{"healthy": 0, "unhealthy": 0}
+			healthy, unhealthy := 0.0, 0.0
 			for _, ok := range ctrl.HealthStates() {
-				out[map[bool]string{true: "healthy", false: "unhealthy"}[ok]]++
+				if ok {
+					healthy++
+				} else {
+					unhealthy++
+				}
 			}
-			return out
+			return map[string]float64{"healthy": healthy, "unhealthy": unhealthy}
 		})
 	m.Vec("skylb_nameservers", "Nameservers published for a zone; a delegation needs at least 2.", prometheus.GaugeValue,
 		[]string{"zone"}, func() map[string]float64 {
