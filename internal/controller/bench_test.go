@@ -76,7 +76,7 @@ func BenchmarkSyncAll(b *testing.B) {
 				pub := publish.New(nil, publish.Config{Prefix: "/skydns", Owner: "bench", Log: log})
 				c := New(Config{Source: source.Config{Zones: zones, TTL: 30}, Log: log}, kube, pub, &record.FakeRecorder{}) // no channel: Events are dropped
 				ctx, cancel := context.WithCancel(context.Background())
-				c.factory.Start(ctx.Done())
+				c.factories.start(ctx.Done())
 				if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 					b.Fatal("caches did not sync")
 				}
@@ -87,7 +87,7 @@ func BenchmarkSyncAll(b *testing.B) {
 					b.Fatalf("synced %d objects (%v), want %d", n, err, size.svcs+size.ings)
 				}
 				cancel()
-				c.factory.Shutdown()
+				c.factories.shutdown()
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(size.svcs+size.ings), "ns/object")
@@ -132,14 +132,14 @@ func BenchmarkSyncService100Endpoints(b *testing.B) {
 		kube, pub, &record.FakeRecorder{}) // no channel: Events are dropped
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c.factory.Start(ctx.Done())
+	c.factories.start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		b.Fatal("caches did not sync")
 	}
 	if _, err := c.syncAll(ctx); err != nil {
 		b.Fatal(err)
 	}
-	store := c.factory.Discovery().V1().EndpointSlices().Informer().GetStore()
+	store := c.factories.cluster.Discovery().V1().EndpointSlices().Informer().GetStore()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
@@ -31,11 +32,11 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
-	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
 	"github.com/skylb/skylb/internal/health"
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/rank"
+	"github.com/skylb/skylb/internal/scope"
 	"github.com/skylb/skylb/internal/source"
 )
 
@@ -51,7 +52,10 @@ type Publisher interface {
 
 // Config configures a Controller.
 type Config struct {
-	Source         source.Config
+	Source source.Config
+	// Scope narrows what is published: the namespaces and kinds watched,
+	// and the labels and classes of the objects published.
+	Scope          scope.Scope
 	ResyncInterval time.Duration // full reconciliation period; 0 disables
 	Workers        int
 	// Leading reports whether this replica may write Service status and emit
@@ -92,7 +96,7 @@ type Controller struct {
 	recorder record.EventRecorder
 
 	kube      kubernetes.Interface
-	factory   informers.SharedInformerFactory
+	factories factories
 	services  corelisters.ServiceLister
 	ingresses networkinglisters.IngressLister
 	// synced report, one per event handler, that the informer's cache has
@@ -151,20 +155,40 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 	if cfg.Leading == nil {
 		cfg.Leading = func() bool { return true }
 	}
-	strip := transform(cfg.Zone)
-	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(strip))
-	svcInformer := factory.Core().V1().Services()
-	ingInformer := factory.Networking().V1().Ingresses()
-	sliceInformer := factory.Discovery().V1().EndpointSlices()
-	nodeInformer := factory.Core().V1().Nodes()
-	gw := newGatewayState(cfg.Gateway, cfg.CRDs, cfg.GatewayPoll, strip)
+	strip := transform(cfg.Zone, cfg.Scope)
+	sc := cfg.Scope
+	svcNS := serviceNamespaces(sc, cfg.Source.IngressService)
+	f := newFactories(kube, svcNS, strip)
+	gw := newGatewayState(cfg.Gateway, cfg.CRDs, cfg.GatewayPoll, sc, strip)
+	// Services, their EndpointSlices and the Nodes give the addresses of
+	// Services, of the ingress controller's and of the Gateways', and the
+	// nameservers found by the selector; a scope that needs none of them
+	// reads none.
+	var svcs, slices_, nodes, ings informerSet
+	if sc.Kind(source.KindService) || sc.Kind(source.KindIngress) && cfg.Source.IngressService != "" || gw != nil ||
+		cfg.Zone != nil && cfg.Zone.NameserverSelector != nil {
+		svcs = f.of(svcNS, func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Core().V1().Services().Informer()
+		})
+		slices_ = f.of(svcNS, func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Discovery().V1().EndpointSlices().Informer()
+		})
+		nodes = f.of(nil, func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Core().V1().Nodes().Informer()
+		})
+	}
+	if sc.Kind(source.KindIngress) {
+		ings = f.of(sc.Namespaces, func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Networking().V1().Ingresses().Informer()
+		})
+	}
 	listers := source.Listers{
-		EndpointSlices: sliceInformer.Lister(),
-		Nodes:          nodeInformer.Lister(),
-		Services:       svcInformer.Lister(),
+		EndpointSlices: discoverylisters.NewEndpointSliceLister(slices_.indexer()),
+		Nodes:          corelisters.NewNodeLister(nodes.indexer()),
+		Services:       corelisters.NewServiceLister(svcs.indexer()),
 	}
 	if gw != nil {
-		listers.Gateways = gatewaylisters.NewGatewayLister(gw.kinds[0].informer.GetIndexer())
+		listers.Gateways = gw.gatewayLister(cfg.Scope)
 	}
 	c := &Controller{
 		cfg:       cfg,
@@ -173,9 +197,9 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		pub:       pub,
 		recorder:  recorder,
 		kube:      kube,
-		factory:   factory,
-		services:  svcInformer.Lister(),
-		ingresses: ingInformer.Lister(),
+		factories: f,
+		services:  listers.Services,
+		ingresses: networkinglisters.NewIngressLister(ings.indexer()),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb"}),
@@ -191,50 +215,71 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		endpoints: make(map[string]endpointWatch),
 	}
 	c.prober = health.NewProber(cfg.HealthWorkers, c.healthChanged, cfg.ObserveProbe)
-	c.synced = append(c.synced,
-		c.handle(svcInformer.Informer(), source.KindService),
-		c.handle(ingInformer.Informer(), source.KindIngress))
-	c.handleSlices(sliceInformer.Informer())
-	c.handleNodes(nodeInformer.Informer())
+	c.synced = append(c.synced, c.handle(svcs, source.KindService), c.handle(ings, source.KindIngress))
+	c.handleSlices(slices_)
+	c.handleNodes(nodes)
 	if c.gw != nil {
 		c.setupGateway()
 	}
 	if c.zone = newZoneState(cfg.Zone, cfg.Source.Zones); c.zone != nil {
-		c.handleNameservers(svcInformer.Informer(), sliceInformer.Informer(), nodeInformer.Informer())
+		c.handleNameservers(svcs, slices_, nodes)
 	}
 	return c
 }
 
-// transform returns the informers' transform for the labels read with z.
-func transform(z *ZoneConfig) func(any) (any, error) {
-	keep, keepAll := labelsRead(z)
+// transform returns the informers' transform for the labels read with z and sc.
+func transform(z *ZoneConfig, sc scope.Scope) func(any) (any, error) {
+	var ns labels.Selector
+	if z != nil {
+		ns = z.NameserverSelector
+	}
+	keep, keepAll := labelsRead(ns, sc.Selector)
 	keep[source.LabelGatewayName] = true
 	return stripper(keep, keepAll)
 }
 
-// labelsRead returns the label keys skylb reads on Services and
-// EndpointSlices besides the EndpointSlice's Service name: those of the
-// nameserver selector, if any. all reports a selector whose keys are unknown.
-func labelsRead(z *ZoneConfig) (keys map[string]bool, all bool) {
+// labelsRead returns the label keys skylb reads on objects besides the
+// EndpointSlice's Service name: those of the selectors given, the
+// nameserver selector and the scope's. all reports a selector whose keys are
+// unknown.
+func labelsRead(selectors ...labels.Selector) (keys map[string]bool, all bool) {
 	keys = map[string]bool{}
-	if z == nil || z.NameserverSelector == nil {
-		return keys, false
-	}
-	reqs, selectable := z.NameserverSelector.Requirements()
-	if !selectable {
-		return keys, true
-	}
-	for _, r := range reqs {
-		keys[r.Key()] = true
+	for _, sel := range selectors {
+		if sel == nil {
+			continue
+		}
+		reqs, selectable := sel.Requirements()
+		if !selectable {
+			return keys, true
+		}
+		for _, r := range reqs {
+			keys[r.Key()] = true
+		}
 	}
 	return keys, false
+}
+
+// serviceNamespaces returns the namespaces whose Services and EndpointSlices
+// are watched: those of the scope and the ingress controller's Service's
+// (ingressService, "namespace/name"), whose addresses Ingresses take; nil
+// for every namespace.
+func serviceNamespaces(sc scope.Scope, ingressService string) []string {
+	if len(sc.Namespaces) == 0 {
+		return nil
+	}
+	out := slices.Clone(sc.Namespaces)
+	if ns, _, ok := strings.Cut(ingressService, "/"); ok && sc.Kind(source.KindIngress) {
+		out = append(out, ns)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // stripper returns the informers' transform. It drops what skylb never reads
 // before objects enter the caches, where it would otherwise make up most of
 // skylb's memory: managed fields, kubectl's copy of the applied object, owner
-// references, the labels of Services, EndpointSlices and Ingresses but for
-// those read (see labelsRead), the Service spec but for type, class, IP families
+// references, the labels of Services, EndpointSlices, Ingresses, Gateways and
+// routes but for those read (see labelsRead), the Service spec but for type, class, IP families
 // and the name, number and protocol of each port, Ingress paths and backends, EndpointSlice topology and
 // target references, the Node status but for addresses and conditions, the
 // rules of routes, the parent statuses of routes but for acceptance, and of
@@ -282,7 +327,7 @@ func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
 			}
 			o.Spec = spec
 		case *networkingv1.Ingress:
-			o.Labels = nil
+			o.Labels = keepLabels(o.Labels, "")
 			o.Spec.DefaultBackend = nil
 			for i := range o.Spec.Rules {
 				o.Spec.Rules[i].IngressRuleValue = networkingv1.IngressRuleValue{}
@@ -297,7 +342,7 @@ func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
 				ep.TargetRef, ep.Hints, ep.Zone, ep.Hostname, ep.DeprecatedTopology = nil, nil, nil, nil, nil
 			}
 		case *gatewayv1.Gateway:
-			o.Labels = nil
+			o.Labels = keepLabels(o.Labels, "")
 			o.Spec = gatewayv1.GatewaySpec{GatewayClassName: o.Spec.GatewayClassName, Listeners: o.Spec.Listeners}
 			for i := range o.Spec.Listeners {
 				l := &o.Spec.Listeners[i]
@@ -308,13 +353,13 @@ func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
 			}
 			o.Status = gatewayv1.GatewayStatus{Addresses: o.Status.Addresses}
 		case *gatewayv1.HTTPRoute:
-			o.Labels, o.Spec.Rules = nil, nil
+			o.Labels, o.Spec.Rules = keepLabels(o.Labels, ""), nil
 			o.Status.Parents = acceptance(o.Status.Parents)
 		case *gatewayv1.GRPCRoute:
-			o.Labels, o.Spec.Rules = nil, nil
+			o.Labels, o.Spec.Rules = keepLabels(o.Labels, ""), nil
 			o.Status.Parents = acceptance(o.Status.Parents)
 		case *gatewayv1.TLSRoute:
-			o.Labels, o.Spec.Rules = nil, nil
+			o.Labels, o.Spec.Rules = keepLabels(o.Labels, ""), nil
 			o.Status.Parents = acceptance(o.Status.Parents)
 		case *corev1.Node:
 			st := &o.Status
@@ -345,7 +390,7 @@ func acceptance(parents []gatewayv1.RouteParentStatus) []gatewayv1.RouteParentSt
 
 // handle enqueues the objects of an informer as they change, and returns
 // whether the handler has been told of every object the informer listed.
-func (c *Controller) handle(inf cache.SharedIndexInformer, kind string) cache.InformerSynced {
+func (c *Controller) handle(inf informerSet, kind string) cache.InformerSynced {
 	enqueue := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 		if err != nil {
@@ -357,7 +402,7 @@ func (c *Controller) handle(inf cache.SharedIndexInformer, kind string) cache.In
 			c.serviceChanged(obj, key)
 		}
 	}
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	synced, err := inf.addEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: enqueue,
@@ -365,7 +410,7 @@ func (c *Controller) handle(inf cache.SharedIndexInformer, kind string) cache.In
 	if err != nil {
 		panic(fmt.Sprintf("add %s event handler: %v", kind, err))
 	}
-	return reg.HasSynced
+	return synced
 }
 
 // serviceChanged enqueues what depends on a Service ("namespace/name")
@@ -383,7 +428,7 @@ func (c *Controller) serviceChanged(obj any, key string) {
 }
 
 // handleSlices enqueues the Service of each EndpointSlice that changes.
-func (c *Controller) handleSlices(inf cache.SharedIndexInformer) {
+func (c *Controller) handleSlices(inf informerSet) {
 	enqueue := func(obj any) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
@@ -399,7 +444,7 @@ func (c *Controller) handleSlices(inf cache.SharedIndexInformer) {
 			c.serviceChanged(svc, key)
 		}
 	}
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	synced, err := inf.addEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: enqueue,
@@ -407,14 +452,14 @@ func (c *Controller) handleSlices(inf cache.SharedIndexInformer) {
 	if err != nil {
 		panic(fmt.Sprintf("add EndpointSlice event handler: %v", err))
 	}
-	c.synced = append(c.synced, reg.HasSynced)
+	c.synced = append(c.synced, synced)
 }
 
 // handleNodes enqueues every Service when a node changes in a way that changes
 // the addresses published for it: readiness, addresses, exclusion, deletion.
-func (c *Controller) handleNodes(inf cache.SharedIndexInformer) {
+func (c *Controller) handleNodes(inf informerSet) {
 	all := func(any) { c.enqueueAddressUsers() }
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	synced, err := inf.addEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: all,
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*corev1.Node)
@@ -429,7 +474,7 @@ func (c *Controller) handleNodes(inf cache.SharedIndexInformer) {
 	if err != nil {
 		panic(fmt.Sprintf("add Node event handler: %v", err))
 	}
-	c.synced = append(c.synced, reg.HasSynced)
+	c.synced = append(c.synced, synced)
 }
 
 // enqueueAddressUsers enqueues every object whose addresses may come from
@@ -507,8 +552,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	defer c.statusQueue.ShutDown()
 
-	c.factory.Start(ctx.Done())
-	defer c.factory.Shutdown()
+	c.factories.start(ctx.Done())
+	defer c.factories.shutdown()
 	synced := append(slices.Clone(c.synced), c.startGatewayAtStart(ctx)...)
 	c.cfg.Log.Info("waiting for informer caches to sync")
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
@@ -799,6 +844,11 @@ func (c *Controller) publication(key string) (*source.Publication, *corev1.Servi
 		} else if err != nil {
 			return nil, nil, err
 		}
+		// A Service outside the scope, such as the ingress controller's
+		// in a namespace not published, is read but not published.
+		if !c.cfg.Scope.Object(source.KindService, svc) {
+			return nil, nil, nil
+		}
 		return c.builder.Service(svc), svc, nil
 	case source.KindIngress:
 		ing, err := c.ingresses.Ingresses(ns).Get(name)
@@ -806,6 +856,9 @@ func (c *Controller) publication(key string) (*source.Publication, *corev1.Servi
 			return nil, nil, nil
 		} else if err != nil {
 			return nil, nil, err
+		}
+		if !c.cfg.Scope.Ingress(ing) {
+			return nil, nil, nil
 		}
 		return c.builder.Ingress(ing), nil, nil
 	}

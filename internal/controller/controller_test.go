@@ -23,6 +23,7 @@ import (
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/etcdtest"
 	"github.com/skylb/skylb/internal/publish"
+	"github.com/skylb/skylb/internal/scope"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
@@ -54,6 +55,12 @@ func run(t *testing.T, srv *etcdtest.Server, objects ...runtime.Object) *env {
 // and the namespace allowed the apex (default) are filled in.
 func runWith(t *testing.T, srv *etcdtest.Server, cfg source.Config, objects ...runtime.Object) *env {
 	t.Helper()
+	return runScoped(t, srv, cfg, scope.Scope{}, objects...)
+}
+
+// runScoped is runWith with a scope.
+func runScoped(t *testing.T, srv *etcdtest.Server, cfg source.Config, sc scope.Scope, objects ...runtime.Object) *env {
+	t.Helper()
 	e := &env{t: t, kube: fake.NewClientset(objects...), etcd: srv.NewClient(t), recorder: record.NewFakeRecorder(1000)}
 	zones, err := dnsname.ParseZones([]string{"example.org", "example.com"})
 	if err != nil {
@@ -61,7 +68,7 @@ func runWith(t *testing.T, srv *etcdtest.Server, cfg source.Config, objects ...r
 	}
 	e.pub = publish.New(e.etcd, publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
 	cfg.Zones, cfg.TTL, cfg.DefaultNamespace, cfg.ApexNamespaces = zones, 30, "default", []string{"default"}
-	ctrl := controller.New(controller.Config{Source: cfg, Log: quietLog()}, e.kube, e.pub, e.recorder)
+	ctrl := controller.New(controller.Config{Source: cfg, Scope: sc, Log: quietLog()}, e.kube, e.pub, e.recorder)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { e.pub.Run(ctx); done <- struct{}{} }()

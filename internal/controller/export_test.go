@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
@@ -18,7 +19,7 @@ import (
 // no queue, no publisher. Its syncs read the caches alone.
 func NewOnListers(cfg Config, objects ...runtime.Object) (*Controller, error) {
 	c := New(cfg, fake.NewClientset(), nil, nil)
-	strip := transform(cfg.Zone)
+	strip := transform(cfg.Zone, cfg.Scope)
 	for _, obj := range objects {
 		inf, err := c.informerOf(obj)
 		if err != nil {
@@ -44,16 +45,24 @@ func (c *Controller) Delete(obj runtime.Object) error {
 	return inf.GetIndexer().Delete(obj)
 }
 
+// informerOf returns the informer whose cache holds obj: that of its
+// namespace when namespaces are watched one by one.
 func (c *Controller) informerOf(obj runtime.Object) (cache.SharedIndexInformer, error) {
+	f := c.factories.cluster
+	if m, err := meta.Accessor(obj); err == nil {
+		if byNS, ok := c.factories.byNS[m.GetNamespace()]; ok {
+			f = byNS
+		}
+	}
 	switch obj.(type) {
 	case *corev1.Service:
-		return c.factory.Core().V1().Services().Informer(), nil
+		return f.Core().V1().Services().Informer(), nil
 	case *corev1.Node:
-		return c.factory.Core().V1().Nodes().Informer(), nil
+		return f.Core().V1().Nodes().Informer(), nil
 	case *discoveryv1.EndpointSlice:
-		return c.factory.Discovery().V1().EndpointSlices().Informer(), nil
+		return f.Discovery().V1().EndpointSlices().Informer(), nil
 	case *networkingv1.Ingress:
-		return c.factory.Networking().V1().Ingresses().Informer(), nil
+		return f.Networking().V1().Ingresses().Informer(), nil
 	}
 	return nil, fmt.Errorf("no informer for a %T", obj)
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/metadata"
@@ -20,7 +21,9 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
+	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
+	"github.com/skylb/skylb/internal/scope"
 	"github.com/skylb/skylb/internal/source"
 )
 
@@ -32,7 +35,10 @@ const byParent = "parent"
 type gatewayKind struct {
 	kind     string // source kind: source.KindGateway, source.KindHTTPRoute, ...
 	resource string // plural resource name in discovery
-	informer cache.SharedIndexInformer
+	// informers watch every namespace, or each watched namespace; indexer
+	// reads their caches as one.
+	informers informerSet
+	indexer   cache.Indexer
 	// route converts a cached route to what the Builder reads; nil for Gateways.
 	route   func(any) (source.Route, bool)
 	started atomic.Bool
@@ -53,39 +59,126 @@ type gatewayState struct {
 	running sync.WaitGroup
 }
 
-func newGatewayState(client gatewayclient.Interface, crds metadata.Interface, poll time.Duration, transform cache.TransformFunc) *gatewayState {
-	if client == nil {
+func newGatewayState(client gatewayclient.Interface, crds metadata.Interface, poll time.Duration, sc scope.Scope, transform cache.TransformFunc) *gatewayState {
+	if client == nil || !sc.GatewayAPI() {
 		return nil
 	}
 	if poll <= 0 {
 		poll = time.Minute
 	}
-	f := gatewayinformers.NewSharedInformerFactoryWithOptions(client, 0, gatewayinformers.WithTransform(transform))
-	v1 := f.Gateway().V1()
-	return &gatewayState{client: client, crds: crds, poll: poll, kick: make(chan struct{}, 1), kinds: []*gatewayKind{
-		{kind: source.KindGateway, resource: "gateways", informer: v1.Gateways().Informer()},
-		{kind: source.KindHTTPRoute, resource: "httproutes", informer: v1.HTTPRoutes().Informer(), route: func(o any) (source.Route, bool) {
+	var fs []gatewayinformers.SharedInformerFactory
+	for _, ns := range sc.Namespaces {
+		fs = append(fs, gatewayinformers.NewSharedInformerFactoryWithOptions(client, 0,
+			gatewayinformers.WithTransform(transform), gatewayinformers.WithNamespace(ns)))
+	}
+	if len(fs) == 0 {
+		fs = append(fs, gatewayinformers.NewSharedInformerFactoryWithOptions(client, 0, gatewayinformers.WithTransform(transform)))
+	}
+	set := func(get func(gatewayinformers.SharedInformerFactory) cache.SharedIndexInformer) informerSet {
+		out := informerSet{}
+		if len(sc.Namespaces) > 0 {
+			out.namespaces = sc.Namespaces
+		}
+		for _, f := range fs {
+			out.list = append(out.list, get(f))
+		}
+		return out
+	}
+	// The Gateways are read whenever a kind of the Gateway API is
+	// published: routes take their addresses.
+	g := &gatewayState{client: client, crds: crds, poll: poll, kick: make(chan struct{}, 1), kinds: []*gatewayKind{
+		{kind: source.KindGateway, resource: "gateways", informers: set(func(f gatewayinformers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Gateway().V1().Gateways().Informer()
+		})},
+	}}
+	routes := []*gatewayKind{
+		{kind: source.KindHTTPRoute, resource: "httproutes", informers: set(func(f gatewayinformers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Gateway().V1().HTTPRoutes().Informer()
+		}), route: func(o any) (source.Route, bool) {
 			r, ok := o.(*gatewayv1.HTTPRoute)
 			if !ok {
 				return source.Route{}, false
 			}
 			return source.HTTPRoute(r), true
 		}},
-		{kind: source.KindGRPCRoute, resource: "grpcroutes", informer: v1.GRPCRoutes().Informer(), route: func(o any) (source.Route, bool) {
+		{kind: source.KindGRPCRoute, resource: "grpcroutes", informers: set(func(f gatewayinformers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Gateway().V1().GRPCRoutes().Informer()
+		}), route: func(o any) (source.Route, bool) {
 			r, ok := o.(*gatewayv1.GRPCRoute)
 			if !ok {
 				return source.Route{}, false
 			}
 			return source.GRPCRoute(r), true
 		}},
-		{kind: source.KindTLSRoute, resource: "tlsroutes", informer: v1.TLSRoutes().Informer(), route: func(o any) (source.Route, bool) {
+		{kind: source.KindTLSRoute, resource: "tlsroutes", informers: set(func(f gatewayinformers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Gateway().V1().TLSRoutes().Informer()
+		}), route: func(o any) (source.Route, bool) {
 			r, ok := o.(*gatewayv1.TLSRoute)
 			if !ok {
 				return source.Route{}, false
 			}
 			return source.TLSRoute(r), true
 		}},
-	}}
+	}
+	for _, k := range routes {
+		if sc.Kind(k.kind) {
+			g.kinds = append(g.kinds, k)
+		}
+	}
+	for _, k := range g.kinds {
+		k.indexer = k.informers.indexer()
+	}
+	return g
+}
+
+// gatewayLister returns the lister of the Gateways the Builder reads: with
+// --gateway-class, those of other GatewayClasses are not found, so that the
+// routes attached to them take neither their names nor their addresses.
+func (g *gatewayState) gatewayLister(sc scope.Scope) gatewaylisters.GatewayLister {
+	l := gatewaylisters.NewGatewayLister(g.kinds[0].indexer)
+	if len(sc.GatewayClasses) == 0 {
+		return l
+	}
+	return classLister{l, sc}
+}
+
+// classLister is a Gateway lister that finds only the Gateways of the
+// scope's GatewayClasses.
+type classLister struct {
+	gatewaylisters.GatewayLister
+	sc scope.Scope
+}
+
+func (l classLister) List(sel labels.Selector) ([]*gatewayv1.Gateway, error) {
+	all, err := l.GatewayLister.List(sel)
+	return inClass(l.sc, all), err
+}
+
+// inClass returns the Gateways of the scope's GatewayClasses among gws.
+func inClass(sc scope.Scope, gws []*gatewayv1.Gateway) []*gatewayv1.Gateway {
+	return slices.DeleteFunc(gws, func(gw *gatewayv1.Gateway) bool { return !sc.GatewayClass(string(gw.Spec.GatewayClassName)) })
+}
+
+func (l classLister) Gateways(ns string) gatewaylisters.GatewayNamespaceLister {
+	return classNamespaceLister{l.GatewayLister.Gateways(ns), l.sc}
+}
+
+type classNamespaceLister struct {
+	gatewaylisters.GatewayNamespaceLister
+	sc scope.Scope
+}
+
+func (l classNamespaceLister) List(sel labels.Selector) ([]*gatewayv1.Gateway, error) {
+	all, err := l.GatewayNamespaceLister.List(sel)
+	return inClass(l.sc, all), err
+}
+
+func (l classNamespaceLister) Get(name string) (*gatewayv1.Gateway, error) {
+	gw, err := l.GatewayNamespaceLister.Get(name)
+	if err == nil && !l.sc.GatewayClass(string(gw.Spec.GatewayClassName)) {
+		return nil, apierrors.NewNotFound(gatewayv1.Resource("gateways"), name)
+	}
+	return gw, err
 }
 
 // kindOf returns the gatewayKind of a source kind, or nil.
@@ -106,15 +199,15 @@ func (g *gatewayState) kindOf(kind string) *gatewayKind {
 func (c *Controller) setupGateway() {
 	for _, k := range c.gw.kinds {
 		if k.route == nil {
-			c.handleGateways(k.informer)
+			c.handleGateways(k.informers)
 			continue
 		}
-		if err := k.informer.AddIndexers(cache.Indexers{byParent: parentIndex(k.route)}); err != nil {
+		if err := k.informers.addIndexers(cache.Indexers{byParent: parentIndex(k.route)}); err != nil {
 			panic(fmt.Sprintf("add %s index: %v", k.kind, err))
 		}
 		// Not in c.synced: these informers run only once discovery finds
 		// their resources (see startServed).
-		c.handle(k.informer, k.kind)
+		c.handle(k.informers, k.kind)
 	}
 }
 
@@ -143,7 +236,7 @@ func parentIndex(route func(any) (source.Route, bool)) cache.IndexFunc {
 }
 
 // handleGateways enqueues a Gateway that changes and the routes attached to it.
-func (c *Controller) handleGateways(inf cache.SharedIndexInformer) {
+func (c *Controller) handleGateways(inf informerSet) {
 	enqueue := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 		if err != nil {
@@ -151,7 +244,7 @@ func (c *Controller) handleGateways(inf cache.SharedIndexInformer) {
 		}
 		c.enqueueGateway(key)
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := inf.addEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: enqueue,
@@ -170,7 +263,7 @@ func (c *Controller) enqueueGateway(key string) {
 		if k.route == nil {
 			continue
 		}
-		routes, _ := k.informer.GetIndexer().IndexKeys(byParent, key)
+		routes, _ := k.indexer.IndexKeys(byParent, key)
 		for _, r := range routes {
 			c.enqueue(k.kind + "/" + r)
 		}
@@ -188,7 +281,7 @@ func (c *Controller) serviceChangedForGateways(svc *corev1.Service, key string) 
 			c.enqueueGateway(svc.Namespace + "/" + name)
 		}
 	}
-	for _, obj := range c.gw.kinds[0].informer.GetStore().List() {
+	for _, obj := range c.gw.kinds[0].indexer.List() {
 		gw, ok := obj.(*gatewayv1.Gateway)
 		if !ok {
 			continue
@@ -203,17 +296,21 @@ func (c *Controller) serviceChangedForGateways(svc *corev1.Service, key string) 
 // gatewayPublication computes the publication of a Gateway or a route; nil
 // when it is gone.
 func (c *Controller) gatewayPublication(k *gatewayKind, key string) (*source.Publication, error) {
-	obj, exists, err := k.informer.GetIndexer().GetByKey(key)
+	obj, exists, err := k.indexer.GetByKey(key)
 	if err != nil {
 		return nil, err
 	}
 	if !exists {
 		return nil, nil
 	}
+	sc := c.cfg.Scope
 	if k.route == nil {
 		gw, ok := obj.(*gatewayv1.Gateway)
 		if !ok {
 			return nil, fmt.Errorf("cached %s is a %T: %w", key, obj, errPermanent)
+		}
+		if !sc.Object(source.KindGateway, gw) || !sc.GatewayClass(string(gw.Spec.GatewayClassName)) {
+			return nil, nil
 		}
 		return c.builder.Gateway(gw), nil
 	}
@@ -221,7 +318,27 @@ func (c *Controller) gatewayPublication(k *gatewayKind, key string) (*source.Pub
 	if !ok {
 		return nil, fmt.Errorf("cached %s is a %T: %w", key, obj, errPermanent)
 	}
+	if !sc.Object(k.kind, r.Meta) || !c.attachedInClass(k, obj) {
+		return nil, nil
+	}
 	return c.builder.Route(r), nil
+}
+
+// attachedInClass reports whether a cached route names a Gateway of the
+// scope's GatewayClasses among its parents; any route does without
+// --gateway-class.
+func (c *Controller) attachedInClass(k *gatewayKind, obj any) bool {
+	if len(c.cfg.Scope.GatewayClasses) == 0 {
+		return true
+	}
+	parents, _ := parentIndex(k.route)(obj)
+	for _, key := range parents {
+		got, ok, _ := c.gw.kinds[0].indexer.GetByKey(key)
+		if gw, isGW := got.(*gatewayv1.Gateway); ok && isGW && c.cfg.Scope.GatewayClass(string(gw.Spec.GatewayClassName)) {
+			return true
+		}
+	}
+	return false
 }
 
 // gatewayKeys returns the keys of every cached Gateway API object.
@@ -231,7 +348,7 @@ func (c *Controller) gatewayKeys() []string {
 	}
 	var out []string
 	for _, k := range c.gw.kinds {
-		for _, key := range k.informer.GetStore().ListKeys() {
+		for _, key := range k.indexer.ListKeys() {
 			out = append(out, k.kind+"/"+key)
 		}
 	}
@@ -268,8 +385,7 @@ func (c *Controller) startServed(ctx context.Context) ([]cache.InformerSynced, e
 			continue
 		}
 		c.cfg.Log.WithField("resource", k.resource+"."+gatewayv1.GroupName).Info("Gateway API resource served; watching it")
-		c.gw.running.Go(func() { k.informer.RunWithContext(ctx) })
-		synced = append(synced, k.informer.HasSynced)
+		synced = append(synced, k.informers.run(ctx, &c.gw.running))
 	}
 	return synced, nil
 }

@@ -107,7 +107,7 @@ func (c *Controller) wakeZones() {
 
 // handleNameservers wakes the nameserver computation when a Service the
 // selector selects, one of its EndpointSlices or a Node changes.
-func (c *Controller) handleNameservers(svcs, slices_, nodes cache.SharedIndexInformer) {
+func (c *Controller) handleNameservers(svcs, slices_, nodes informerSet) {
 	sel := c.zone.cfg.NameserverSelector
 	if sel == nil {
 		return
@@ -144,13 +144,13 @@ func (c *Controller) handleNameservers(svcs, slices_, nodes cache.SharedIndexInf
 		UpdateFunc: func(oldObj, newObj any) { c.wakeIf(selected(oldObj, newObj)) },
 		DeleteFunc: func(obj any) { c.wakeIf(selected(obj)) },
 	}
-	for _, inf := range []cache.SharedIndexInformer{svcs, slices_} {
-		if _, err := inf.AddEventHandler(onChange); err != nil {
+	for _, inf := range []informerSet{svcs, slices_} {
+		if _, err := inf.addEventHandler(onChange); err != nil {
 			panic(fmt.Sprintf("add nameserver event handler: %v", err))
 		}
 	}
 	types := c.cfg.Source.NodeAddressTypes
-	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := nodes.addEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { c.wakeZones() },
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*corev1.Node)
