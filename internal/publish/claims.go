@@ -151,7 +151,8 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 	}
 	own := p.ownClaimLocked(c.name)
 	if n.records == nil || n.unclaimed {
-		c.claimDel = own != nil
+		// Records outside what this Publisher owns keep the name claimed.
+		c.claimDel = own != nil && !n.holdsOutside()
 		p.tellLocked(c.name, nil)
 		return true
 	}

@@ -47,7 +47,8 @@ type keyChange struct {
 // name sorted by key, to wanted, sorted by key too, every key attached to
 // lease. A key is written when it is missing, deleted, holds another value or
 // is attached to another lease; a key of skylb's that is not wanted is
-// deleted. A tombstone is never deleted again.
+// deleted, unless it lies outside what skylb owns. A tombstone is never
+// deleted again.
 func diff(wanted []want, lease int64, actual []entry) keyChange {
 	var c keyChange
 	for _, w := range wanted {
@@ -59,7 +60,7 @@ func diff(wanted []want, lease int64, actual []entry) keyChange {
 		c.puts = append(c.puts, w)
 	}
 	for _, e := range actual {
-		if e.deleted {
+		if e.deleted || e.outside {
 			continue
 		}
 		if _, ok := slices.BinarySearchFunc(wanted, e.key, func(w want, key string) int { return strings.Compare(w.key, key) }); ok {

@@ -22,6 +22,7 @@ func TestDiff(t *testing.T) {
 	c := wantOf("/skydns/org/example/web/x-c", "192.0.2.3")
 	added := func(w want) want { w.added = true; return w }
 	tombstone := func(w want) entry { return entry{key: w.key, modRev: 8, deleted: true} }
+	outside := func(w want) entry { e := entryOf(w, 0); e.outside = true; return e }
 	tests := []struct {
 		name   string
 		wanted []want
@@ -87,6 +88,22 @@ func TestDiff(t *testing.T) {
 			name:   "a tombstone nobody wants is not deleted again",
 			actual: []entry{tombstone(a), entryOf(b, 0)},
 			want:   keyChange{dels: []string{b.key}, removed: []string{b.host}},
+		},
+		{
+			name:   "a key outside what skylb owns is never deleted",
+			wanted: []want{b},
+			actual: []entry{outside(a), entryOf(b, 0), entryOf(c, 0)},
+			want:   keyChange{dels: []string{c.key}, removed: []string{c.host}},
+		},
+		{
+			name:   "nothing wanted leaves the keys outside what skylb owns",
+			actual: []entry{outside(a), outside(b)},
+		},
+		{
+			name:   "a key outside what skylb owns that it wants is taken over",
+			wanted: []want{{key: a.key, value: []byte(`"192.0.2.1" from another source`), host: a.host}},
+			actual: []entry{outside(a)},
+			want:   keyChange{puts: []want{{key: a.key, value: []byte(`"192.0.2.1" from another source`), host: a.host}}},
 		},
 		{
 			name:   "writes and deletions together",

@@ -72,7 +72,14 @@ type Config struct {
 	// that the Publisher keeps alive (see lease.go): the keys of a cluster
 	// whose skylb stops renewing it expire.
 	RecordExpiry time.Duration
-	Log          logrus.FieldLogger
+	// Owns, when set, reports whether a record of Owner coming from source
+	// (the value's source field) is this Publisher's to keep: a skylb
+	// scoped to some namespaces or kinds of object owns only the records of
+	// those. A record it does not own is left alone: never deleted, not
+	// counted by MaxDeleteRatio, and the name's claim is kept while it is
+	// there. One it wants is taken over. Nil owns every record of Owner.
+	Owns func(source string) bool
+	Log  logrus.FieldLogger
 }
 
 // minOwnedForRatio is the number of owned records above which MaxDeleteRatio applies.
@@ -138,6 +145,9 @@ type entry struct {
 	modRev  int64
 	lease   int64
 	deleted bool
+	// outside marks a key of Owner's whose source this Publisher does not
+	// own (see Config.Owns): it is never deleted.
+	outside bool
 }
 
 // digest identifies a value: the first half of its SHA-256, so that any value
@@ -204,6 +214,12 @@ func (n *name) put(e entry) {
 		return
 	}
 	n.actual = slices.Insert(n.actual, i, e)
+}
+
+// holdsOutside reports whether the name holds a key of Owner's from
+// outside what this Publisher owns.
+func (n *name) holdsOutside() bool {
+	return slices.ContainsFunc(n.actual, func(e entry) bool { return e.outside && !e.deleted })
 }
 
 // remove drops the entry of key.
@@ -738,7 +754,7 @@ func (p *Publisher) holdMassDeletionLocked(changes []change) []change {
 	owned := 0
 	for _, n := range p.names {
 		for _, e := range n.actual {
-			if !e.deleted {
+			if !e.deleted && !e.outside {
 				owned++
 			}
 		}
@@ -776,6 +792,22 @@ func (p *Publisher) CountRecords(f func(stored string, t skydns.Type)) {
 			}
 		}
 	}
+}
+
+// CountOutside returns the number of records of Owner in etcd that this
+// Publisher does not own (see Config.Owns), and leaves alone.
+func (p *Publisher) CountOutside() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, nm := range p.names {
+		for _, e := range nm.actual {
+			if e.outside && !e.deleted {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // commit writes a batch of changes in one transaction and records the result in the view.

@@ -59,8 +59,8 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 		if !ok {
 			return
 		}
-		if host, mine := p.owns(kv.Value); mine {
-			owned[stored] = append(owned[stored], entry{key: string(kv.Key), sum: digestOf(kv.Value), host: host, modRev: kv.ModRevision, lease: kv.Lease})
+		if host, outside, mine := p.owns(kv.Value); mine {
+			owned[stored] = append(owned[stored], entry{key: string(kv.Key), sum: digestOf(kv.Value), host: host, modRev: kv.ModRevision, lease: kv.Lease, outside: outside})
 		}
 	})
 	if err != nil {
@@ -132,17 +132,18 @@ func (p *Publisher) listAt(ctx context.Context, dir string, rev int64, f func(*m
 	}
 }
 
-// owns reports whether a stored value is skylb's, and its host.
-func (p *Publisher) owns(value []byte) (string, bool) {
+// owns reports whether a stored value is skylb's, its host, and whether its
+// source lies outside what this skylb may delete (see Config.Owns).
+func (p *Publisher) owns(value []byte) (host string, outside, mine bool) {
 	// Cheap test first: most values of a shared prefix are not skylb's.
 	if !bytes.Contains(value, []byte(p.cfg.Owner)) {
-		return "", false
+		return "", false, false
 	}
 	v, err := skydns.Decode(value)
 	if err != nil || v.Owner != p.cfg.Owner {
-		return "", false
+		return "", false, false
 	}
-	return v.Host, true
+	return v.Host, p.cfg.Owns != nil && !p.cfg.Owns(v.Source), true
 }
 
 // watchAll watches the records and the claims from revision rev+1 on, until a
@@ -220,9 +221,9 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 		if old != nil && ev.Kv.ModRevision <= old.modRev {
 			continue
 		}
-		host, mine := "", false
+		host, outside, mine := "", false, false
 		if ev.Type == mvccpb.PUT {
-			host, mine = p.owns(ev.Kv.Value)
+			host, outside, mine = p.owns(ev.Kv.Value)
 		}
 		switch {
 		case mine:
@@ -230,7 +231,7 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 				n = newName(stored)
 				p.names[stored] = n
 			}
-			n.put(entry{key: key, sum: digestOf(ev.Kv.Value), host: host, modRev: ev.Kv.ModRevision, lease: ev.Kv.Lease})
+			n.put(entry{key: key, sum: digestOf(ev.Kv.Value), host: host, modRev: ev.Kv.ModRevision, lease: ev.Kv.Lease, outside: outside})
 		case old != nil:
 			// Deleted, or overwritten with something that is not skylb's.
 			n.remove(key)
