@@ -5,16 +5,19 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/skylb/skylb/internal/app"
 	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
+	"github.com/skylb/skylb/internal/scope"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 	"github.com/skylb/skylb/internal/zone"
@@ -42,6 +45,10 @@ func (o *options) config() (app.Config, error) {
 		return app.Config{}, err
 	}
 	zoneCfg, err := o.zoneConfig(zones)
+	if err != nil {
+		return app.Config{}, err
+	}
+	sc, err := o.scope()
 	if err != nil {
 		return app.Config{}, err
 	}
@@ -98,6 +105,7 @@ func (o *options) config() (app.Config, error) {
 	}
 	return app.Config{
 		Source:           src,
+		Scope:            sc,
 		MaxDeleteRatio:   o.maxDeleteRatio,
 		ClaimPrefix:      claims,
 		RecordExpiry:     o.recordExpiry,
@@ -201,6 +209,55 @@ func (o *options) sourceConfig(zones dnsname.Zones) (source.Config, error) {
 		return cfg, fmt.Errorf("--max-addresses-per-name: must be at least 1")
 	}
 	return cfg, nil
+}
+
+// scope validates the flags that narrow what skylb publishes.
+func (o *options) scope() (scope.Scope, error) {
+	var sc scope.Scope
+	for _, ns := range o.namespaces {
+		if !dnsname.IsLabel(ns) {
+			return sc, fmt.Errorf("--namespace: %q is not a namespace name", ns)
+		}
+	}
+	sc.Namespaces = sortedSet(o.namespaces)
+	var err error
+	if sc.Kinds, err = scope.ParseSources(o.sources); err != nil {
+		return sc, fmt.Errorf("--source: %w", err)
+	}
+	if strings.TrimSpace(o.labelSelector) != "" {
+		if sc.Selector, err = labels.Parse(o.labelSelector); err != nil {
+			return sc, fmt.Errorf("--label-selector: %w", err)
+		}
+	}
+	for _, c := range o.ingressClasses {
+		if errs := validation.IsDNS1123Subdomain(c); len(errs) > 0 {
+			return sc, fmt.Errorf("--ingress-class: %q is not a class name: %s", c, strings.Join(errs, "; "))
+		}
+	}
+	for _, c := range o.gatewayClasses {
+		if errs := validation.IsDNS1123Subdomain(c); len(errs) > 0 {
+			return sc, fmt.Errorf("--gateway-class: %q is not a GatewayClass name: %s", c, strings.Join(errs, "; "))
+		}
+	}
+	sc.IngressClasses, sc.GatewayClasses = sortedSet(o.ingressClasses), sortedSet(o.gatewayClasses)
+	switch {
+	case !o.gatewayAPI && len(sc.Kinds) > 0 && sc.GatewayAPI():
+		return sc, fmt.Errorf("--source: the Gateway API's sources need --gateway-api")
+	case len(sc.GatewayClasses) > 0 && !o.gatewayAPI:
+		return sc, fmt.Errorf("--gateway-class: needs --gateway-api")
+	case len(sc.GatewayClasses) > 0 && !sc.GatewayAPI():
+		return sc, fmt.Errorf("--gateway-class: --source has no Gateway API source (gateway, gateway-httproute, ...)")
+	case len(sc.IngressClasses) > 0 && !sc.Kind(source.KindIngress):
+		return sc, fmt.Errorf("--ingress-class: --source does not include ingress")
+	}
+	return sc, nil
+}
+
+// sortedSet returns values sorted, without repeats.
+func sortedSet(values []string) []string {
+	out := slices.Clone(values)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // zoneConfig validates --nameserver and --nameserver-selector.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/skylb/skylb/internal/etcdclient"
 	"github.com/skylb/skylb/internal/leader"
+	"github.com/skylb/skylb/internal/scope"
 	"github.com/skylb/skylb/internal/source"
 )
 
@@ -50,6 +51,11 @@ type options struct {
 	srv              bool
 	gatewayAPI       bool
 	gatewayPoll      time.Duration
+	namespaces       []string
+	labelSelector    string
+	ingressClasses   []string
+	gatewayClasses   []string
+	sources          []string
 	logLevel         string
 	logFormat        string
 	showVersion      bool
@@ -89,6 +95,11 @@ func flags(o *options) *pflag.FlagSet {
 	fs.BoolVar(&o.srv, "srv", true, "publish SRV records _<port>._<protocol>.<name> for the named ports of Services")
 	fs.BoolVar(&o.gatewayAPI, "gateway-api", true, "publish Gateway API Gateways and HTTPRoutes, GRPCRoutes and TLSRoutes once their CRDs are served")
 	fs.DurationVar(&o.gatewayPoll, "gateway-api-poll-interval", time.Minute, "how often API discovery is asked whether the Gateway API CRDs have been installed")
+	fs.StringSliceVar(&o.namespaces, "namespace", nil, "publish only the objects of these namespaces, watched one by one (repeatable or comma-separated); empty: all namespaces")
+	fs.StringVar(&o.labelSelector, "label-selector", "", "publish only the Services, Ingresses, Gateways and routes whose labels match this selector, e.g. dns=public")
+	fs.StringSliceVar(&o.ingressClasses, "ingress-class", nil, "publish only the Ingresses of these classes (spec.ingressClassName or the annotation kubernetes.io/ingress.class); repeatable")
+	fs.StringSliceVar(&o.gatewayClasses, "gateway-class", nil, "publish only the Gateways of these GatewayClasses and the routes attached to them; repeatable")
+	fs.StringSliceVar(&o.sources, "source", nil, "publish only these kinds of object: "+strings.Join(scope.SourceNames(), ", ")+"; repeatable; empty: all")
 	fs.StringSliceVar(&o.deniedCIDRs, "denied-cidrs", denied, "addresses never published; setting it replaces the default")
 	fs.StringSliceVar(&o.allowedCIDRs, "allowed-cidrs", nil, "when set, only addresses in these CIDRs are published")
 	fs.IntVar(&o.maxNames, "max-names-per-object", source.DefaultMaxNames, "names one object may publish")

@@ -147,3 +147,57 @@ func TestConfigWaitsOnlyForMissingFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestScopeConfig: the flags that narrow what skylb publishes, from the
+// command line and from the environment, and the errors that name them.
+func TestScopeConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    string // Scope.String()
+		wantErr string // the start of the error
+	}{
+		{name: "everything by default", want: ""},
+		{name: "repeated and comma-separated namespaces", args: []string{"--namespace=shop,blog", "--namespace=shop"}, want: "namespace=blog,shop"},
+		{name: "every flag", args: []string{"--namespace=shop", "--source=service,ingress,gateway-httproute", "--label-selector=dns=public",
+			"--ingress-class=nginx", "--gateway-class=public", "--gateway-class=internal"},
+			want: "namespace=shop source=service,ingress,gateway-httproute label-selector=dns=public ingress-class=nginx gateway-class=internal,public"},
+		{name: "from the environment", env: map[string]string{"SKYLB_NAMESERVER": "", "SKYLB_NAMESPACE": "shop, blog", "SKYLB_SOURCE": "service",
+			"SKYLB_LABEL_SELECTOR": "dns in (public)", "SKYLB_INGRESS_CLASS": "", "SKYLB_GATEWAY_CLASS": ""},
+			want: "namespace=blog,shop source=service label-selector=dns in (public)"},
+		{name: "a blank selector is none", args: []string{"--label-selector= "}, want: ""},
+		{name: "a namespace that is no name", args: []string{"--namespace=Shop"}, wantErr: `--namespace: "Shop" is not a namespace name`},
+		{name: "an unknown source", args: []string{"--source=services"}, wantErr: `--source: "services" is not one of service, ingress, gateway, gateway-httproute, gateway-grpcroute, gateway-tlsroute`},
+		{name: "an unknown source from the environment", env: map[string]string{"SKYLB_SOURCE": "pods"}, wantErr: `--source: "pods" is not one of`},
+		{name: "a selector that does not parse", args: []string{"--label-selector=dns in (public"}, wantErr: "--label-selector: "},
+		{name: "an ingress class that is no name", args: []string{"--ingress-class=Nginx Plus"}, wantErr: `--ingress-class: "Nginx Plus" is not a class name`},
+		{name: "a GatewayClass that is no name", args: []string{"--gateway-class=_"}, wantErr: `--gateway-class: "_" is not a GatewayClass name`},
+		{name: "ingress classes without Ingresses", args: []string{"--source=service", "--ingress-class=nginx"}, wantErr: "--ingress-class: --source does not include ingress"},
+		{name: "GatewayClasses without the Gateway API's sources", args: []string{"--source=service", "--gateway-class=public"}, wantErr: "--gateway-class: --source has no Gateway API source"},
+		{name: "GatewayClasses without the Gateway API", args: []string{"--gateway-api=false", "--gateway-class=public"}, wantErr: "--gateway-class: needs --gateway-api"},
+		{name: "routes without the Gateway API", args: []string{"--gateway-api=false", "--source=gateway-tlsroute"}, wantErr: "--source: the Gateway API's sources need --gateway-api"},
+	}
+	run, _ := lookup("run")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := run.parse(append([]string{"--zone=example.org", "--etcd-endpoints=http://127.0.0.1:2379"}, tt.args...), env(tt.env))
+			if err != nil {
+				t.Fatalf("parse() error = %v", err)
+			}
+			cfg, err := o.config()
+			if tt.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+					t.Fatalf("config() error = %v, want one starting %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("config() error = %v", err)
+			}
+			if got := cfg.Scope.String(); got != tt.want {
+				t.Errorf("config().Scope = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

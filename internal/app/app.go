@@ -35,14 +35,18 @@ import (
 	"github.com/skylb/skylb/internal/leader"
 	"github.com/skylb/skylb/internal/metrics"
 	"github.com/skylb/skylb/internal/publish"
+	"github.com/skylb/skylb/internal/scope"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
 
 // Config is everything skylb needs besides its clients.
 type Config struct {
-	Version        string
-	Source         source.Config
+	Version string
+	Source  source.Config
+	// Scope narrows what is published (see package scope); its zero value
+	// is everything.
+	Scope          scope.Scope
 	Prefix         string
 	Owner          string
 	ResyncInterval time.Duration
@@ -136,6 +140,9 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 		RecordExpiry:       cfg.RecordExpiry,
 		Log:                cfg.Log.WithField("component", "publisher"),
 	}
+	if !cfg.Scope.All() {
+		pubCfg.Owns = cfg.Scope.Owns
+	}
 	if elector != nil {
 		pubCfg.Guard, pubCfg.Inactive = elector, true
 	}
@@ -149,6 +156,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	defer stopEvents()
 	ctrlCfg := controller.Config{
 		Source:           cfg.Source,
+		Scope:            cfg.Scope,
 		ResyncInterval:   cfg.ResyncInterval,
 		DryRun:           cfg.DryRun,
 		ObserveReconcile: func(d time.Duration) { m.ReconcileDuration.Observe(d.Seconds()) },
@@ -383,6 +391,8 @@ func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *cont
 		stats(func(s publish.Stats) int64 { return int64(boolInt(s.NoSpace)) }))
 	m.Counter("skylb_etcd_relists_total", "Full lists of the prefix, at start and after compaction.", stats(func(s publish.Stats) int64 { return s.Relists }))
 	m.Gauge("skylb_held_deletions", "Deletions the last full reconciliation held back under --max-delete-ratio.", stats(func(s publish.Stats) int64 { return s.HeldDeletes }))
+	m.Gauge("skylb_records_outside_scope", "Records of this owner id whose objects lie outside this skylb's namespaces or sources (--namespace, --source): left alone.",
+		func() float64 { return float64(pub.CountOutside()) })
 	m.Gauge("skylb_hostname_conflicts", "Hostname claims refused because another namespace holds the name.", func() float64 { return float64(ctrl.Conflicts()) })
 	m.Gauge("skylb_names_held_by_other_clusters", "Names not published because another cluster sharing the etcd holds them, or a name above or beneath them.", stats(func(s publish.Stats) int64 { return s.Refused }))
 	m.Counter("skylb_record_leases_lost_total", "Times the lease of the records expired under skylb (with --record-expiry).", stats(func(s publish.Stats) int64 { return s.LeasesLost }))
