@@ -58,6 +58,10 @@ func (o *options) config() (app.Config, error) {
 	if o.maxDeleteRatio <= 0 {
 		return app.Config{}, fmt.Errorf("--max-delete-ratio: must be greater than 0")
 	}
+	host, err := os.Hostname()
+	if err != nil {
+		return app.Config{}, fmt.Errorf("identity: %w", err)
+	}
 	lead := o.leader
 	if o.leaderElect {
 		if o.leader.Namespace == "" || !dnsname.IsLabel(o.leader.Namespace) {
@@ -65,10 +69,6 @@ func (o *options) config() (app.Config, error) {
 		}
 		if o.leader.LeaseDuration <= o.leader.RenewDeadline || o.leader.RenewDeadline <= o.leader.RetryPeriod || o.leader.RetryPeriod <= 0 {
 			return app.Config{}, fmt.Errorf("--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, which must exceed --leader-elect-retry-period")
-		}
-		host, err := os.Hostname()
-		if err != nil {
-			return app.Config{}, fmt.Errorf("--leader-elect: identity: %w", err)
 		}
 		lead.Identity = host
 		lead.EtcdKey = "/skylb/leader/" + o.owner
@@ -112,6 +112,7 @@ func (o *options) config() (app.Config, error) {
 		Version:          currentVersion().Version,
 		LeaderElect:      o.leaderElect,
 		Leader:           lead,
+		Identity:         host,
 		DryRun:           o.dryRun,
 		HealthWorkers:    o.healthWorkers,
 		NoEndpointsGrace: o.noEndpointsGrace,

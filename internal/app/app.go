@@ -35,6 +35,7 @@ import (
 	"github.com/skylb/skylb/internal/leader"
 	"github.com/skylb/skylb/internal/metrics"
 	"github.com/skylb/skylb/internal/publish"
+	"github.com/skylb/skylb/internal/registry"
 	"github.com/skylb/skylb/internal/scope"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
@@ -64,6 +65,12 @@ type Config struct {
 	// LeaderElect runs leader election: only the leader writes.
 	LeaderElect bool
 	Leader      leader.Config
+	// Identity names this instance (its host name) to the others of its
+	// owner id.
+	Identity string
+	// ScopePrefix is where the instances of the owner id register their
+	// scope (see package registry); /skylb/scopes/<owner-id>/ when empty.
+	ScopePrefix string
 
 	// HealthWorkers bounds the health probes running at once.
 	HealthWorkers int
@@ -143,14 +150,36 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	if !cfg.Scope.All() {
 		pubCfg.Owns = cfg.Scope.Owns
 	}
+	// A dry run writes nothing, so it neither registers its scope nor
+	// waits for another's.
+	var (
+		reg    *registry.Registry
+		pub    *publish.Publisher
+		guards guardList
+	)
+	if cfg.ScopePrefix == "" {
+		cfg.ScopePrefix = "/skylb/scopes/" + cfg.Owner + "/"
+	}
+	if !cfg.DryRun {
+		reg = registry.New(etcd, registry.Config{
+			Prefix: cfg.ScopePrefix, Scope: cfg.Scope.String(), Identity: cfg.Identity, Timeout: cfg.EtcdTimeout,
+			OnResolved: func() { pub.Resync() },
+			Log:        cfg.Log.WithField("component", "registry"),
+		})
+		guards = append(guards, reg)
+	}
 	if elector != nil {
-		pubCfg.Guard, pubCfg.Inactive = elector, true
+		guards = append(guards, elector)
+		pubCfg.Inactive = true
+	}
+	if len(guards) > 0 {
+		pubCfg.Guard = guards
 	}
 	// The publisher is built before the controller that feeds it, and tells
 	// the controller of the names other clusters hold through claims.
 	var claims claimRelay
 	pubCfg.OnClaim = claims.tell
-	pub := publish.New(etcd, pubCfg)
+	pub = publish.New(etcd, pubCfg)
 
 	recorder, stopEvents := eventRecorder(ctx, kube)
 	defer stopEvents()
@@ -179,7 +208,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	}
 	ctrl := controller.New(ctrlCfg, kube, pub, recorder)
 	claims.set(ctrl)
-	register(m, cfg, pub, ctrl, elector)
+	register(m, cfg, pub, ctrl, elector, reg)
 
 	if cfg.HTTPAddress != "" {
 		srv, err := serveHTTP(cfg.HTTPAddress, m, func() error {
@@ -208,6 +237,12 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 		pub.Run(ctx)
 		return nil
 	})
+	if reg != nil {
+		g.Go(func() error {
+			reg.Run(ctx)
+			return nil
+		})
+	}
 	if elector != nil {
 		g.Go(func() error {
 			return elector.Run(ctx, func(lctx context.Context) {
@@ -240,7 +275,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	if !cfg.Once {
 		return g.Wait()
 	}
-	err := once(ctx, cfg, pub, ctrl)
+	err := once(ctx, cfg, pub, ctrl, reg)
 	cancel()
 	if werr := g.Wait(); err == nil {
 		err = werr
@@ -316,8 +351,9 @@ func waitReady(ctx context.Context, ctrl *controller.Controller) error {
 	return nil
 }
 
-// once waits until everything is published and writes a summary.
-func once(ctx context.Context, cfg Config, pub *publish.Publisher, ctrl *controller.Controller) error {
+// once waits until everything is published and writes a summary. It fails at
+// once when an instance of another scope runs with the same owner id.
+func once(ctx context.Context, cfg Config, pub *publish.Publisher, ctrl *controller.Controller, reg *registry.Registry) error {
 	timeout := cfg.OnceTimeout
 	if timeout == 0 {
 		timeout = 2 * time.Minute
@@ -326,6 +362,16 @@ func once(ctx context.Context, cfg Config, pub *publish.Publisher, ctrl *control
 	defer cancel()
 	if err := waitReady(ctx, ctrl); err != nil {
 		return fmt.Errorf("once: informer caches did not sync: %w", err)
+	}
+	if reg != nil {
+		select {
+		case <-reg.Checked():
+		case <-ctx.Done():
+			return fmt.Errorf("once: the scopes of owner id %s could not be read (is etcd reachable?): %w", cfg.Owner, ctx.Err())
+		}
+		if err := reg.Conflict(); err != nil {
+			return fmt.Errorf("once: nothing written: %w; each scope needs its own --owner-id", err)
+		}
 	}
 	if err := pub.WaitIdle(ctx); err != nil {
 		return fmt.Errorf("once: records not published within %v (is etcd reachable?): %w", timeout, err)
@@ -354,8 +400,25 @@ func eventRecorder(ctx context.Context, kube kubernetes.Interface) (record.Event
 	return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "skylb"}), broadcaster.Shutdown
 }
 
+// guardList is the conditions of several Guards together: every write meets
+// them all.
+type guardList []publish.Guard
+
+// Compares returns the conditions of every Guard, or the first error.
+func (l guardList) Compares() ([]clientv3.Cmp, error) {
+	var all []clientv3.Cmp
+	for _, g := range l {
+		cmps, err := g.Compares()
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, cmps...)
+	}
+	return all, nil
+}
+
 // register exposes the components' counters as metrics.
-func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *controller.Controller, el *leader.Elector) {
+func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *controller.Controller, el *leader.Elector, reg *registry.Registry) {
 	zoneOf := func(stored string) string {
 		best := ""
 		for _, z := range cfg.Source.Zones {
@@ -391,6 +454,12 @@ func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *cont
 		stats(func(s publish.Stats) int64 { return int64(boolInt(s.NoSpace)) }))
 	m.Counter("skylb_etcd_relists_total", "Full lists of the prefix, at start and after compaction.", stats(func(s publish.Stats) int64 { return s.Relists }))
 	m.Gauge("skylb_held_deletions", "Deletions the last full reconciliation held back under --max-delete-ratio.", stats(func(s publish.Stats) int64 { return s.HeldDeletes }))
+	m.Gauge("skylb_scope_conflict", "1 while this replica does not write because a skylb of another scope runs with its owner id.", func() float64 {
+		if reg != nil && reg.Conflict() != nil {
+			return 1
+		}
+		return 0
+	})
 	m.Gauge("skylb_records_outside_scope", "Records of this owner id whose objects lie outside this skylb's namespaces or sources (--namespace, --source): left alone.",
 		func() float64 { return float64(pub.CountOutside()) })
 	m.Gauge("skylb_hostname_conflicts", "Hostname claims refused because another namespace holds the name.", func() float64 { return float64(ctrl.Conflicts()) })

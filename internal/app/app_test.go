@@ -22,6 +22,8 @@ import (
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/etcdtest"
 	"github.com/skylb/skylb/internal/leader"
+	"github.com/skylb/skylb/internal/registry"
+	"github.com/skylb/skylb/internal/scope"
 	"github.com/skylb/skylb/internal/source"
 )
 
@@ -101,6 +103,34 @@ func TestRunOnce(t *testing.T) {
 				t.Errorf("published (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestRunOnceRefusesAnotherScope: skylb --once fails at once, writing
+// nothing, while a skylb of another scope runs with its owner id.
+func TestRunOnceRefusesAnotherScope(t *testing.T) {
+	srv := etcdtest.Start(t)
+	etcd := srv.NewClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := etcd.Put(ctx, "/skylb/scopes/cluster1/other", `{"scope":"namespace=blog","instance":"other"}`); err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range []scope.Scope{{}, {Namespaces: []string{"shop"}}} {
+		cfg := testConfig(t)
+		cfg.Scope = sc
+		cfg.Once, cfg.OnceTimeout, cfg.Summary = true, 30*time.Second, io.Discard
+		start := time.Now()
+		err := Run(ctx, cfg, Clients{Kube: fake.NewClientset(webService())}, etcd)
+		if !errors.Is(err, registry.ErrConflict) {
+			t.Errorf("Run with scope %q = %v, want ErrConflict", sc, err)
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("Run with scope %q took %v to refuse", sc, d)
+		}
+		if got := published(t, etcd); len(got) != 0 {
+			t.Errorf("Run with scope %q published %q", sc, got)
+		}
 	}
 }
 

@@ -25,6 +25,10 @@ import (
 // cluster's claim on a name changed (see claims.go).
 var ErrFenced = errors.New("transaction refused by its conditions")
 
+// ErrPaused is what a Guard's error wraps when writes wait for something the
+// Guard reports itself: the Publisher retries them quietly.
+var ErrPaused = errors.New("writes paused")
+
 // guardCmps is the room left in every transaction for a Guard's conditions.
 const guardCmps = 4
 
@@ -512,12 +516,15 @@ func (p *Publisher) flushLoop(ctx context.Context) {
 			return
 		default:
 			delay := bo.next()
-			if !failing || errors.Is(err, ErrFenced) {
+			switch {
+			case errors.Is(err, ErrPaused):
+				p.cfg.Log.WithError(err).WithField("retry_in", delay).Debug("writing to etcd waits")
+			case !failing || errors.Is(err, ErrFenced):
 				p.cfg.Log.WithError(err).WithField("retry_in", delay).Warn("writing to etcd failed")
-			} else {
+				failing = true
+			default:
 				p.cfg.Log.WithError(err).WithField("retry_in", delay).Debug("writing to etcd failed again")
 			}
-			failing = true
 			select {
 			case <-ctx.Done():
 				return
