@@ -463,7 +463,7 @@ func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *cont
 	m.Gauge("skylb_records_outside_scope", "Records of this owner id whose objects lie outside this skylb's namespaces or sources (--namespace, --source): left alone.",
 		func() float64 { return float64(pub.CountOutside()) })
 	m.Gauge("skylb_hostname_conflicts", "Hostname claims refused because another namespace holds the name.", func() float64 { return float64(ctrl.Conflicts()) })
-	m.Gauge("skylb_names_held_by_other_clusters", "Names not published because another cluster sharing the etcd holds them, or a name above or beneath them.", stats(func(s publish.Stats) int64 { return s.Refused }))
+	m.Gauge("skylb_names_held_by_other_clusters", "Names not published because another cluster sharing the etcd holds them, or a name above or beneath them, or records of this owner id outside this skylb's scope hold them.", stats(func(s publish.Stats) int64 { return s.Refused }))
 	m.Counter("skylb_record_leases_lost_total", "Times the lease of the records expired under skylb (with --record-expiry).", stats(func(s publish.Stats) int64 { return s.LeasesLost }))
 	m.Gauge("skylb_health_fail_open", "Objects publishing all their addresses because none passes its health check.", func() float64 { return float64(ctrl.FailOpen()) })
 	m.Gauge("skylb_workqueue_depth", "Objects waiting to be synced.", func() float64 { return float64(ctrl.QueueLen()) })

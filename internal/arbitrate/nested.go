@@ -43,6 +43,9 @@ type Decision struct {
 	// Holders are the owners holding the name itself, Nested the others
 	// holding a name nested with it; both are empty when the name is granted.
 	Holders, Nested []string
+	// Outside are the sources of records of this owner id, outside the
+	// scope of the skylb deciding, that hold the name for another namespace.
+	Outside []string
 }
 
 // Decide decides whether owner may publish a name: Name on the claims on

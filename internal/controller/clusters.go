@@ -30,8 +30,8 @@ func (c *Controller) ClusterClaim(stored string, d arbitrate.Decision) {
 	if d.Granted {
 		log.Info("no other cluster holds the name any more; publishing it")
 	} else {
-		log.WithFields(logrus.Fields{"holders": d.Holders, "nested": d.Nested}).
-			Warn("another cluster sharing the etcd holds the name or a name nested with it; not publishing it")
+		log.WithFields(logrus.Fields{"holders": d.Holders, "nested": d.Nested, "outside": d.Outside}).
+			Warn("another cluster sharing the etcd, or records outside this skylb's scope, hold the name or a name nested with it; not publishing it")
 	}
 	for _, bySource := range c.granted {
 		for src, names := range bySource {
@@ -50,6 +50,11 @@ func (c *Controller) ClusterClaim(stored string, d arbitrate.Decision) {
 					fmt.Sprintf("hostname %s is not published: cluster %s holds it in the etcd shared between clusters; "+
 						"to publish it from several clusters, annotate its objects %s: \"true\" in each of them",
 						names[i], strings.Join(d.Holders, ", "), source.AnnotationShared))
+			}
+			if len(d.Outside) > 0 {
+				out.event(&pub.Ref, corev1.EventTypeWarning, source.ReasonHostnameConflict,
+					fmt.Sprintf("hostname %s is not published: records of %s, outside the namespaces and sources this skylb "+
+						"watches, hold it for another namespace; they stay until handed over", names[i], strings.Join(d.Outside, ", ")))
 			}
 			if len(d.Nested) > 0 {
 				out.event(&pub.Ref, corev1.EventTypeWarning, source.ReasonHostnameConflict,

@@ -208,7 +208,8 @@ func (p *Publisher) tellLocked(stored string, d *arbitrate.Decision) {
 		}
 		return
 	}
-	if had && old.Granted == d.Granted && slices.Equal(old.Holders, d.Holders) && slices.Equal(old.Nested, d.Nested) {
+	if had && old.Granted == d.Granted && slices.Equal(old.Holders, d.Holders) && slices.Equal(old.Nested, d.Nested) &&
+		slices.Equal(old.Outside, d.Outside) {
 		return
 	}
 	if had && !old.Granted {

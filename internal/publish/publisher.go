@@ -149,9 +149,9 @@ type entry struct {
 	modRev  int64
 	lease   int64
 	deleted bool
-	// outside marks a key of Owner's whose source this Publisher does not
-	// own (see Config.Owns): it is never deleted.
-	outside bool
+	// outside is the source of a key of Owner's that this Publisher does
+	// not own (see Config.Owns), empty for one it owns: it is never deleted.
+	outside string
 }
 
 // digest identifies a value: the first half of its SHA-256, so that any value
@@ -223,7 +223,36 @@ func (n *name) put(e entry) {
 // holdsOutside reports whether the name holds a key of Owner's from
 // outside what this Publisher owns.
 func (n *name) holdsOutside() bool {
-	return slices.ContainsFunc(n.actual, func(e entry) bool { return e.outside && !e.deleted })
+	return slices.ContainsFunc(n.actual, func(e entry) bool { return e.outside != "" && !e.deleted })
+}
+
+// heldOutside returns the sources of the records of Owner's outside what this
+// Publisher owns that hold a name it wants for another namespace, nil when
+// none does: it cannot rank their objects, which it does not see, so the
+// older name stays theirs.
+func heldOutside(n *name) []string {
+	if n.records == nil || n.unclaimed {
+		return nil
+	}
+	wanted := map[string]bool{}
+	for _, r := range n.records {
+		wanted[sourceNamespace(r.Source)] = true
+	}
+	var out []string
+	for _, e := range n.actual {
+		if e.outside != "" && !e.deleted && !wanted[sourceNamespace(e.outside)] && !slices.Contains(out, e.outside) {
+			out = append(out, e.outside)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sourceNamespace returns the namespace of a source "kind/namespace/name".
+func sourceNamespace(src string) string {
+	_, rest, _ := strings.Cut(src, "/")
+	ns, _, _ := strings.Cut(rest, "/")
+	return ns
 }
 
 // remove drops the entry of key.
@@ -727,8 +756,17 @@ func (p *Publisher) diffLocked(stored string) (change, bool) {
 	}
 	c := change{name: stored, event: p.dirty[stored], lease: p.leases[n.shard]}
 	var wants []want
-	if p.claimLocked(n, &c) {
-		wants = p.wants(n.records)
+	if held := heldOutside(n); held != nil {
+		// The records outside keep the name, and its claim, as they are.
+		p.tellLocked(stored, &arbitrate.Decision{Outside: held})
+	} else {
+		if _, had := p.verdicts[stored]; had && !p.claiming() && n.records != nil {
+			// Without claims only records outside decide: no longer.
+			p.tellLocked(stored, &arbitrate.Decision{Granted: true})
+		}
+		if p.claimLocked(n, &c) {
+			wants = p.wants(n.records)
+		}
 	}
 	c.keyChange = diff(wants, c.lease, n.actual)
 	if ops, _ := c.counts(); ops == 0 {
@@ -761,7 +799,7 @@ func (p *Publisher) holdMassDeletionLocked(changes []change) []change {
 	owned := 0
 	for _, n := range p.names {
 		for _, e := range n.actual {
-			if !e.deleted && !e.outside {
+			if !e.deleted && e.outside == "" {
 				owned++
 			}
 		}
@@ -809,7 +847,7 @@ func (p *Publisher) CountOutside() int {
 	n := 0
 	for _, nm := range p.names {
 		for _, e := range nm.actual {
-			if e.outside && !e.deleted {
+			if e.outside != "" && !e.deleted {
 				n++
 			}
 		}

@@ -2,12 +2,15 @@ package publish_test
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/etcdtest"
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/skydns"
@@ -78,5 +81,63 @@ func TestRecordsOutsideTheScopeAreKept(t *testing.T) {
 	waitIdle(t, p)
 	if diff := cmp.Diff(want(otherNS), dump(t, c)); diff != "" {
 		t.Fatalf("after letting the record taken over go (-want +got):\n%s", diff)
+	}
+}
+
+// TestNameHeldOutsideTheScope: a name that records of the owner id outside
+// the scope hold for another namespace is not published for an object of
+// the scope, which is told why; once those records are gone, it is.
+func TestNameHeldOutsideTheScope(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	held := skydns.Record{Name: "www.example.org", Host: "192.0.2.2", TTL: 30, Source: "ingress/blog/www"}
+	k, v := kv(held)
+	put(t, c, k, v)
+	var mu sync.Mutex
+	var told []arbitrate.Decision
+	p := publish.New(c, publish.Config{
+		Prefix: "/skydns", Owner: owner, Timeout: 2 * time.Second, Log: quietLog(),
+		Owns: func(src string) bool { return strings.HasPrefix(src, "service/shop/") },
+		OnClaim: func(_ string, d arbitrate.Decision) {
+			mu.Lock()
+			defer mu.Unlock()
+			told = append(told, d)
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); p.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	mine := skydns.Record{Name: "www.example.org", Host: "192.0.2.1", TTL: 30, Source: "service/shop/www"}
+	p.Set(mine.Name, publish.Want{Records: []skydns.Record{mine}})
+	p.Complete()
+	waitIdle(t, p)
+	if diff := cmp.Diff(want(held), dump(t, c)); diff != "" {
+		t.Fatalf("a name held outside the scope (-want +got):\n%s", diff)
+	}
+	eventually(t, "the refusal told", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(told) == 1 && !told[0].Granted && slices.Equal(told[0].Outside, []string{"ingress/blog/www"})
+	})
+	if got := p.Stats().Refused; got != 1 {
+		t.Errorf("Stats().Refused = %d, want 1", got)
+	}
+
+	// The records outside go (handed over): the name is published.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	if _, err := c.Delete(ctx2, k); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the name published", func() bool { return cmp.Equal(want(mine), dump(t, c)) })
+	eventually(t, "the grant told", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(told) == 2 && told[1].Granted
+	})
+	if got := p.Stats().Refused; got != 0 {
+		t.Errorf("Stats().Refused = %d after the grant, want 0", got)
 	}
 }

@@ -132,18 +132,21 @@ func (p *Publisher) listAt(ctx context.Context, dir string, rev int64, f func(*m
 	}
 }
 
-// owns reports whether a stored value is skylb's, its host, and whether its
-// source lies outside what this skylb may delete (see Config.Owns).
-func (p *Publisher) owns(value []byte) (host string, outside, mine bool) {
+// owns reports whether a stored value is skylb's, its host, and its source
+// when that lies outside what this skylb may delete (see Config.Owns).
+func (p *Publisher) owns(value []byte) (host, outside string, mine bool) {
 	// Cheap test first: most values of a shared prefix are not skylb's.
 	if !bytes.Contains(value, []byte(p.cfg.Owner)) {
-		return "", false, false
+		return "", "", false
 	}
 	v, err := skydns.Decode(value)
 	if err != nil || v.Owner != p.cfg.Owner {
-		return "", false, false
+		return "", "", false
 	}
-	return v.Host, p.cfg.Owns != nil && !p.cfg.Owns(v.Source), true
+	if p.cfg.Owns != nil && !p.cfg.Owns(v.Source) {
+		return v.Host, v.Source, true
+	}
+	return v.Host, "", true
 }
 
 // watchAll watches the records and the claims from revision rev+1 on, until a
@@ -221,7 +224,7 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 		if old != nil && ev.Kv.ModRevision <= old.modRev {
 			continue
 		}
-		host, outside, mine := "", false, false
+		host, outside, mine := "", "", false
 		if ev.Type == mvccpb.PUT {
 			host, outside, mine = p.owns(ev.Kv.Value)
 		}
