@@ -9,8 +9,9 @@ import (
 
 func dryRun(ctx context.Context, t *testing.T, k kubectl, r map[string]*rendering, certs *certSet, haveCRDs bool) {
 	// Namespaced objects need their namespace: the manifests' own, applied for
-	// real (with their Pod Security labels), and those of Flux and cert-manager.
-	for _, ns := range []string{"flux-system", "cert-manager"} {
+	// real (with their Pod Security labels), those of Flux and cert-manager,
+	// and those a scoped skylb watches.
+	for _, ns := range append([]string{"flux-system", "cert-manager"}, teamNamespaces...) {
 		if _, _, err := k.run(ctx, nil, "create", "namespace", ns); err != nil {
 			t.Fatal(err)
 		}

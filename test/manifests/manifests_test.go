@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -78,15 +79,24 @@ type renderSpec struct {
 	crd        bool
 	// namespace is an overlay's "namespace:", which moves every object.
 	namespace string
+	// readme, in place of dir, is an overlay of manifests/README.md: its
+	// yaml blocks of "# <readme>/<file>" (see stack.ReadmeOverlay).
+	readme string
 }
 
 // nsOverlay is the namespace of the overlay that moves skylb out of its own.
 const nsOverlay = "dns-lb"
 
+// The namespaces the README's scoped overlay watches, and its name here.
+var teamNamespaces = []string{"team-a", "team-b"}
+
+const namespacedSpec = "skylb watching two namespaces"
+
 var renderSpecs = []renderSpec{
 	{name: "skylb", dir: "manifests"},
 	{name: "skylb in " + nsOverlay, dir: "manifests", namespace: nsOverlay},
 	{name: "skylb+cert-manager", dir: "manifests", components: []string{"manifests/cert-manager"}, crd: true},
+	{name: namespacedSpec, readme: "my-skylb-scoped"},
 	{name: "etcd", dir: "etcd"},
 	{name: "etcd+cert-manager", dir: "etcd", components: []string{"etcd/deploy/cert-manager"}, crd: true},
 	{name: "coredns", dir: "coredns"},
@@ -155,11 +165,27 @@ func TestManifests(t *testing.T) {
 	t.Run("etcd flags", func(t *testing.T) { etcdFlags(ctx, t, bin, r["etcd"]) })
 	t.Run("rbac-bootstrap Job", func(t *testing.T) { rbacBootstrap(ctx, t, s, bin, r["etcd"]) })
 	t.Run("CoreDNS Corefile", func(t *testing.T) { coreDNS(ctx, t, s, bin, r["coredns"]) })
+	var published string
 	t.Run("skylb as its ServiceAccount", func(t *testing.T) {
 		if !rbacOK {
 			t.Skip("the RBAC checks failed")
 		}
-		skylbRuns(ctx, t, s, r["skylb"])
+		published = skylbRuns(ctx, t, s, r["skylb"], workload{ns: "default", svc: "manifests-web",
+			node: "manifests-node-1", nodeIP: "192.0.2.61", podIP: "10.244.61.5", podCIDR: "10.244.61.0/24"})
+	})
+	// Last: the namespaced RBAC takes the cluster-wide grants back.
+	nsOK := t.Run("RBAC can-i watching two namespaces", func(t *testing.T) { namespacedRBACChecks(ctx, t, k, r[namespacedSpec]) })
+	t.Run("skylb watching two namespaces as its ServiceAccount", func(t *testing.T) {
+		if !nsOK || published == "" {
+			t.Skip("the RBAC checks or the unscoped skylb failed")
+		}
+		skylbRuns(ctx, t, s, r[namespacedSpec], workload{ns: teamNamespaces[0], svc: "manifests-team",
+			node: "manifests-node-2", nodeIP: "192.0.2.62", podIP: "10.244.62.5", podCIDR: "10.244.62.0/24"})
+		// Its first full pass is in etcd: the record of the Service of
+		// default, of its owner id but outside its scope, is still there.
+		if ips, err := s.LookupA(ctx, published); err != nil || !slices.Equal(ips, []string{"192.0.2.61"}) {
+			t.Errorf("%s after the scoped skylb published: %q, %v; want 192.0.2.61 kept", published, ips, err)
+		}
 	})
 	t.Logf("done in %.1fs", time.Since(t0).Seconds())
 }

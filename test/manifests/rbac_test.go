@@ -34,21 +34,26 @@ func (a access) String() string {
 	return s + " -n " + a.ns
 }
 
-// rbacChecks applies the RBAC objects of rr, whose skylb runs in namespace
-// ns, and asks the API server what skylb's ServiceAccount may do.
-func rbacChecks(ctx context.Context, t *testing.T, k kubectl, rr *rendering, ns string) {
-	saUser := "system:serviceaccount:" + ns + ":skylb"
+const (
+	ing    = "ingresses.networking.k8s.io"
+	eps    = "endpointslices.discovery.k8s.io"
+	leases = "leases.coordination.k8s.io"
+)
+
+// applyRBAC applies the RBAC objects of rr.
+func applyRBAC(ctx context.Context, t *testing.T, k kubectl, rr *rendering) {
 	rbac := rr.filter(func(o *unstructured.Unstructured) bool {
 		return slices.Contains([]string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, o.GetKind())
 	})
 	if _, _, err := k.run(ctx, encode(t, rbac), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
-	const (
-		ing    = "ingresses.networking.k8s.io"
-		eps    = "endpointslices.discovery.k8s.io"
-		leases = "leases.coordination.k8s.io"
-	)
+}
+
+// rbacChecks applies the RBAC objects of rr, whose skylb runs in namespace
+// ns, and asks the API server what skylb's ServiceAccount may do.
+func rbacChecks(ctx context.Context, t *testing.T, k kubectl, rr *rendering, ns string) {
+	applyRBAC(ctx, t, k, rr)
 	checks := []access{
 		// What skylb does.
 		{verb: "get", resource: "services", ns: "default", allowed: true},
@@ -102,6 +107,52 @@ func rbacChecks(ctx context.Context, t *testing.T, k kubectl, rr *rendering, ns 
 		{verb: "create", resource: "serviceaccounts", sub: "token", name: "skylb", ns: ns},
 		{verb: "*", resource: "*"},
 	}
+	canI(ctx, t, k, "system:serviceaccount:"+ns+":skylb", checks)
+}
+
+// namespacedRBACChecks applies the RBAC objects of the overlay of a skylb
+// watching teamNamespaces (manifests/namespaced) and asks the API server what
+// skylb's ServiceAccount may do: in those namespaces what it does in any, and
+// nothing elsewhere but list and watch Nodes and CRDs.
+func namespacedRBACChecks(ctx context.Context, t *testing.T, k kubectl, rr *rendering) {
+	applyRBAC(ctx, t, k, rr)
+	var checks []access
+	for _, ns := range append(slices.Clone(teamNamespaces), "default", "") {
+		watched := ns != "" && slices.Contains(teamNamespaces, ns)
+		for _, c := range []access{
+			{verb: "get", resource: "services"}, {verb: "list", resource: "services"}, {verb: "watch", resource: "services"},
+			{verb: "list", resource: ing}, {verb: "watch", resource: ing},
+			{verb: "list", resource: eps}, {verb: "watch", resource: eps},
+			{verb: "list", resource: "httproutes.gateway.networking.k8s.io"}, {verb: "watch", resource: "gateways.gateway.networking.k8s.io"},
+			{verb: "update", resource: "services", sub: "status"}, {verb: "patch", resource: "services", sub: "status"},
+			{verb: "create", resource: "events"}, {verb: "patch", resource: "events"},
+		} {
+			c.ns, c.allowed = ns, watched
+			checks = append(checks, c)
+		}
+		for _, c := range []access{
+			{verb: "update", resource: "services"}, {verb: "delete", resource: eps}, {verb: "get", resource: "secrets"},
+			{verb: "list", resource: "pods"}, {verb: "delete", resource: "events"},
+		} {
+			c.ns = ns
+			checks = append(checks, c)
+		}
+	}
+	checks = append(checks,
+		access{verb: "list", resource: "nodes", allowed: true},
+		access{verb: "watch", resource: "nodes", allowed: true},
+		access{verb: "list", resource: "customresourcedefinitions.apiextensions.k8s.io", allowed: true},
+		access{verb: "watch", resource: "customresourcedefinitions.apiextensions.k8s.io", allowed: true},
+		access{verb: "update", resource: "nodes", name: "node-1"},
+		access{verb: "create", resource: leases, ns: nsSkylb, allowed: true},
+		access{verb: "update", resource: leases, name: "skylb", ns: nsSkylb, allowed: true},
+		access{verb: "*", resource: "*"},
+	)
+	canI(ctx, t, k, "system:serviceaccount:"+nsSkylb+":skylb", checks)
+}
+
+// canI asks the API server each check as saUser, "kubectl auth can-i".
+func canI(ctx context.Context, t *testing.T, k kubectl, saUser string, checks []access) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for _, c := range checks {

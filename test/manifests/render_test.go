@@ -18,11 +18,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/skylb/skylb/test/stack"
 )
 
 func render(t *testing.T, root string, spec renderSpec) *rendering {
 	t.Helper()
 	dir := filepath.Join(root, spec.dir)
+	if spec.readme != "" {
+		dir = stack.ReadmeOverlay(t, root, readmePage, spec.readme)
+	}
 	if len(spec.components) > 0 || spec.namespace != "" {
 		// kustomize takes relative paths only.
 		overlay := t.TempDir()
@@ -69,6 +74,9 @@ func render(t *testing.T, root string, spec renderSpec) *rendering {
 	}
 	return &rendering{name: spec.name, yaml: out, objs: objs, crd: spec.crd}
 }
+
+// readmePage holds the overlays of renderSpec.readme.
+const readmePage = "manifests/README.md"
 
 func decode(t *testing.T, b []byte) []*unstructured.Unstructured {
 	t.Helper()

@@ -15,15 +15,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/skylb/skylb/test/stack"
 )
 
+// workload is the LoadBalancer Service skylbRuns creates, in namespace ns,
+// with one endpoint on a node of its own.
+type workload struct {
+	ns, svc, node, nodeIP, podIP, podCIDR string
+}
+
 // skylbRuns runs skylb with the Deployment's arguments (its files and ports
-// moved to the stack's) and a token of its ServiceAccount: everything it does
-// must be allowed by the RBAC applied before.
-func skylbRuns(ctx context.Context, t *testing.T, s *stack.Stack, rr *rendering) {
+// moved to the stack's), the environment of its ConfigMap and a token of its
+// ServiceAccount: everything it does must be allowed by the RBAC applied
+// before. It returns the name it published for w, once CoreDNS answers it;
+// skylb runs until the test ends.
+func skylbRuns(ctx context.Context, t *testing.T, s *stack.Stack, rr *rendering, w workload) string {
 	dep := as[appsv1.Deployment](t, rr.get(t, "Deployment", nsSkylb, "skylb"))
 	pod := dep.Spec.Template.Spec
 	c := pod.Containers[0]
@@ -71,17 +78,8 @@ func skylbRuns(ctx context.Context, t *testing.T, s *stack.Stack, rr *rendering)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := clientcmd.LoadFromFile(s.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, ai := range cfg.AuthInfos {
-		ai.Token, ai.TokenFile, ai.ClientCertificate, ai.ClientKey = tr.Status.Token, "", "", ""
-		ai.ClientCertificateData, ai.ClientKeyData = nil, nil
-		cfg.AuthInfos[name] = ai
-	}
 	kubeconfig := filepath.Join(t.TempDir(), "skylb.kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+	if err := stack.TokenKubeconfig(s.Kubeconfig, kubeconfig, tr.Status.Token); err != nil {
 		t.Fatal(err)
 	}
 
@@ -111,36 +109,36 @@ func skylbRuns(ctx context.Context, t *testing.T, s *stack.Stack, rr *rendering)
 	})
 
 	// It implements a LoadBalancer Service: status, Event, DNS.
-	const node, nodeIP, svcName = "manifests-node-1", "192.0.2.61", "manifests-web"
-	if err := s.CreateNodes(ctx, stack.NodeSpec{Name: node, InternalIP: []string{nodeIP}, PodCIDR: "10.244.61.0/24"}); err != nil {
+	node, nodeIP, svcName := w.node, w.nodeIP, w.svc
+	if err := s.CreateNodes(ctx, stack.NodeSpec{Name: node, InternalIP: []string{nodeIP}, PodCIDR: w.podCIDR}); err != nil {
 		t.Fatal(err)
 	}
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: svcName, Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: svcName, Namespace: w.ns},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
 			Ports: []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}},
 	}
-	if _, err := s.Kube.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+	if _, err := s.Kube.CoreV1().Services(w.ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: svcName + "-1", Namespace: "default", Labels: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Name: svcName + "-1", Namespace: w.ns, Labels: map[string]string{
 			discoveryv1.LabelServiceName: svcName, discoveryv1.LabelManagedBy: "manifests-test"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.61.5"}, NodeName: ptr(node),
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{w.podIP}, NodeName: ptr(node),
 			Conditions: discoveryv1.EndpointConditions{Ready: ptr(true), Serving: ptr(true), Terminating: ptr(false)}}},
 		Ports: []discoveryv1.EndpointPort{{Port: ptr(int32(80)), Protocol: ptr(corev1.ProtocolTCP)}},
 	}
-	if _, err := s.Kube.DiscoveryV1().EndpointSlices("default").Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+	if _, err := s.Kube.DiscoveryV1().EndpointSlices(w.ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(ctx, t, 20*time.Second, "skylb to write the Service's status", p, func() bool {
-		got, err := s.Kube.CoreV1().Services("default").Get(ctx, svcName, metav1.GetOptions{})
+		got, err := s.Kube.CoreV1().Services(w.ns).Get(ctx, svcName, metav1.GetOptions{})
 		ing := got.Status.LoadBalancer.Ingress
 		return err == nil && len(ing) == 1 && ing[0].IP == nodeIP
 	})
 	waitFor(ctx, t, 20*time.Second, "skylb's Event on the Service", p, func() bool {
-		evs, err := s.Kube.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + svcName})
+		evs, err := s.Kube.CoreV1().Events(w.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + svcName})
 		if err != nil {
 			return false
 		}
@@ -151,7 +149,7 @@ func skylbRuns(ctx context.Context, t *testing.T, s *stack.Stack, rr *rendering)
 		}
 		return false
 	})
-	name := fmt.Sprintf("%s.default.%s", svcName, env["SKYLB_ZONE"])
+	name := fmt.Sprintf("%s.%s.%s", svcName, w.ns, env["SKYLB_ZONE"])
 	waitFor(ctx, t, 20*time.Second, "CoreDNS to answer "+name, p, func() bool {
 		ips, err := s.LookupA(ctx, name)
 		return err == nil && slices.Equal(ips, []string{nodeIP})
@@ -160,6 +158,7 @@ func skylbRuns(ctx context.Context, t *testing.T, s *stack.Stack, rr *rendering)
 	if log := p.log(); strings.Contains(strings.ToLower(log), "forbidden") {
 		t.Errorf("skylb was refused something:%s", p.tail())
 	}
+	return name
 }
 
 func ptr[T any](v T) *T { return &v }

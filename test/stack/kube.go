@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -241,4 +242,20 @@ func Deployment(namespace, name string, replicas, port int32) *appsv1.Deployment
 			},
 		},
 	}
+}
+
+// TokenKubeconfig writes to dst the kubeconfig src with every user's
+// credentials replaced by token (a ServiceAccount's, say), for a client
+// that has that identity's permissions alone.
+func TokenKubeconfig(src, dst, token string) error {
+	cfg, err := clientcmd.LoadFromFile(src)
+	if err != nil {
+		return err
+	}
+	for name, ai := range cfg.AuthInfos {
+		ai.Token, ai.TokenFile, ai.ClientCertificate, ai.ClientKey = token, "", "", ""
+		ai.ClientCertificateData, ai.ClientKeyData = nil, nil
+		cfg.AuthInfos[name] = ai
+	}
+	return clientcmd.WriteToFile(*cfg, dst)
 }
