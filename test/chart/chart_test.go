@@ -186,7 +186,8 @@ func TestLint(t *testing.T) {
 		nil,
 		{"--set", "monitoring.enabled=true", "--set", "monitoring.labels.release=kube-prometheus-stack",
 			"--set", "settings.load-balancer-class=skylb.io/dns", "--set", "extraArgs={--log-level=debug}",
-			"--set", "nodeSelector.kubernetes\\.io/os=linux", "--set", "podAnnotations.a=b"},
+			"--set", "nodeSelector.kubernetes\\.io/os=linux", "--set", "podAnnotations.a=b",
+			"--set", "namespaces={team-a,team-b}"},
 	} {
 		out := run(t, root, bin, append([]string{"lint", "--strict", "manifests/chart"}, args...)...)
 		if !bytes.Contains(out, []byte("0 chart(s) failed")) {
@@ -224,6 +225,21 @@ func TestMonitoringIsTheComponent(t *testing.T) {
 	for _, k := range []string{"ServiceMonitor skylb/skylb", "PrometheusRule skylb/skylb", "ConfigMap skylb/skylb-dashboard"} {
 		if _, ok := chart[k]; !ok {
 			t.Errorf("Got no %s with monitoring.enabled, want it", k)
+		}
+	}
+}
+
+// TestNamespacesAreTheScopedOverlay: with namespaces, the render is the
+// overlay of "Scoping" in manifests/README.md: manifests/ with the component
+// namespaced, a RoleBinding per namespace and SKYLB_NAMESPACE.
+func TestNamespacesAreTheScopedOverlay(t *testing.T) {
+	root := stack.Root(t)
+	dir := stack.ReadmeOverlay(t, root, "manifests/README.md", "my-skylb-scoped")
+	chart := helmTemplate(t, root, "skylb", "skylb", "--set", "namespaces={team-a,team-b}")
+	same(t, chart, withoutNamespace(t, kustomize(t, root, dir)))
+	for _, k := range []string{"RoleBinding team-a/skylb", "RoleBinding team-b/skylb", "ClusterRole <nil>/skylb-namespaced"} {
+		if _, ok := chart[k]; !ok {
+			t.Errorf("Got no %s with namespaces, want it", k)
 		}
 	}
 }
@@ -433,6 +449,8 @@ func TestValuesReachTheObjects(t *testing.T) {
 		for set, want := range map[string]string{
 			"settings.zone=a.example.net": "settings.zone: set it with the value zone or ownerId",
 			"settings.owner-id=east":      "settings.owner-id: set it with the value zone or ownerId",
+			"settings.namespace=team-a":   "settings.namespace: set it with the value namespaces",
+			"namespaces={Team-A}":         "at '/namespaces/0'",
 			"zone=":                       "at '/zone'",
 			"replicas=two":                "at '/replicas': got string, want integer",
 			"image.pullpolicy=Always":     "additional properties 'pullpolicy' not allowed",

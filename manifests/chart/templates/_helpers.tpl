@@ -39,8 +39,9 @@ skylb.join: a setting's value as a string, a list joined with commas.
 {{- end -}}
 
 {{/*
-skylb.configData: the ConfigMap's data, as YAML: SKYLB_ZONE, SKYLB_OWNER_ID
-and one SKYLB_<FLAG> per entry of .Values.settings.
+skylb.configData: the ConfigMap's data, as YAML: SKYLB_ZONE, SKYLB_OWNER_ID,
+SKYLB_NAMESPACE with namespaces, and one SKYLB_<FLAG> per entry of
+.Values.settings.
 */}}
 {{- define "skylb.configData" -}}
 {{- $data := dict -}}
@@ -49,10 +50,16 @@ and one SKYLB_<FLAG> per entry of .Values.settings.
 {{- if or (eq $name "SKYLB_ZONE") (eq $name "SKYLB_OWNER_ID") -}}
 {{- fail (printf "settings.%s: set it with the value zone or ownerId" $flag) -}}
 {{- end -}}
+{{- if eq $name "SKYLB_NAMESPACE" -}}
+{{- fail (printf "settings.%s: set it with the value namespaces, which grants skylb those namespaces" $flag) -}}
+{{- end -}}
 {{- $_ := set $data $name (include "skylb.join" $value) -}}
 {{- end -}}
 {{- $_ := set $data "SKYLB_ZONE" (include "skylb.join" (required "zone is required" .Values.zone)) -}}
 {{- $_ := set $data "SKYLB_OWNER_ID" (include "skylb.join" (required "ownerId is required" .Values.ownerId)) -}}
+{{- if .Values.namespaces -}}
+{{- $_ := set $data "SKYLB_NAMESPACE" (include "skylb.join" .Values.namespaces) -}}
+{{- end -}}
 {{- toYaml $data -}}
 {{- end -}}
 
