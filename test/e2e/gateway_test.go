@@ -41,13 +41,19 @@ func listener(name string, port int32, hostname string) gatewayv1.Listener {
 	return l
 }
 
-// createGateway creates a Gateway and, acting as its implementation, writes
-// the given addresses into its status.
+// createGateway creates a Gateway of the class example and, acting as its
+// implementation, writes the given addresses into its status.
 func createGateway(t *testing.T, gc gatewayclient.Interface, ns, name string, listeners []gatewayv1.Listener, addrs ...string) {
+	t.Helper()
+	createGatewayOfClass(t, gc, ns, name, "example", listeners, addrs...)
+}
+
+// createGatewayOfClass is createGateway with a GatewayClass.
+func createGatewayOfClass(t *testing.T, gc gatewayclient.Interface, ns, name, class string, listeners []gatewayv1.Listener, addrs ...string) {
 	t.Helper()
 	gw := &gatewayv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       gatewayv1.GatewaySpec{GatewayClassName: "example", Listeners: listeners},
+		Spec:       gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(class), Listeners: listeners},
 	}
 	if _, err := gc.GatewayV1().Gateways(ns).Create(ctxT(t), gw, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create gateway %s/%s: %v", ns, name, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -20,7 +21,9 @@ type Cluster struct {
 	Name       string
 	APIServer  *Proc
 	Kubeconfig string
+	RestConfig *rest.Config
 	Kube       kubernetes.Interface
+	root       string
 }
 
 // StartCluster starts the kube-apiserver of another cluster named name and
@@ -99,5 +102,12 @@ current-context: %[1]s
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{Name: name, APIServer: p, Kubeconfig: kubeconfig, Kube: kube}, nil
+	return &Cluster{Name: name, APIServer: p, Kubeconfig: kubeconfig, RestConfig: cfg, Kube: kube, root: s.Root}, nil
+}
+
+// InstallGatewayAPI installs the Gateway API's CRDs in the cluster, as
+// Stack.InstallGatewayAPI does in the stack's.
+func (c *Cluster) InstallGatewayAPI(ctx context.Context) error {
+	_, err := installGatewayAPI(ctx, c.root, c.RestConfig)
+	return err
 }

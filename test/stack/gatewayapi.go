@@ -18,6 +18,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 )
 
 // gatewayAPIModule is the Go module whose standard-channel CRDs are installed;
@@ -58,46 +59,55 @@ func GatewayAPICRDs(ctx context.Context, root string) ([]string, error) {
 // CRDs (the module's admission policies) are left out.
 func (s *Stack) InstallGatewayAPI(ctx context.Context) error {
 	t := time.Now()
-	files, err := GatewayAPICRDs(ctx, s.Root)
+	n, err := installGatewayAPI(ctx, s.Root, s.RestConfig)
 	if err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(s.RestConfig)
+	s.logf("Gateway API: %d standard-channel CRDs served in %.1fs", n, time.Since(t).Seconds())
+	return nil
+}
+
+// installGatewayAPI installs the CRDs through cfg (see InstallGatewayAPI)
+// and returns how many.
+func installGatewayAPI(ctx context.Context, root string, cfg *rest.Config) (int, error) {
+	files, err := GatewayAPICRDs(ctx, root)
 	if err != nil {
-		return err
+		return 0, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return 0, err
 	}
 	n := 0
 	for _, f := range files {
 		crds, err := readCRDs(f)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		for _, crd := range crds {
 			_, err := dyn.Resource(crdResource).Create(ctx, crd, metav1.CreateOptions{})
 			if err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("stack: create CRD %s: %w", crd.GetName(), err)
+				return 0, fmt.Errorf("stack: create CRD %s: %w", crd.GetName(), err)
 			}
 			n++
 		}
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(s.RestConfig)
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	want := []string{"gateways", "httproutes", "grpcroutes", "tlsroutes"}
 	for {
 		list, err := disc.ServerResourcesForGroupVersion("gateway.networking.k8s.io/v1")
 		if err == nil && servesAll(list.APIResources, want) {
-			break
+			return n, nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("stack: Gateway API not served: %w", ctx.Err())
+			return 0, fmt.Errorf("stack: Gateway API not served: %w", ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	s.logf("Gateway API: %d standard-channel CRDs served in %.1fs", n, time.Since(t).Seconds())
-	return nil
 }
 
 func servesAll(have []metav1.APIResource, want []string) bool {
