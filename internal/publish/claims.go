@@ -64,11 +64,13 @@ type claimValue struct {
 	Serving  *bool  `json:"serving,omitempty"`
 }
 
-// decodeClaim reads the value of owner's claim. A value that is not a claim
-// is an unshared claim. A shared claim that says nothing of its health or
+// DecodeClaim reads the value of owner's claim: whether it is shared and, when
+// it is, the owner's part in answering the name (see share.go); "skylb
+// records" reads claims with it too. A value that is not a claim is an
+// unshared claim. A shared claim that says nothing of its health or
 // whether it serves, as versions before the verdicts wrote them, is healthy
 // and serving, since such a version always serves.
-func decodeClaim(owner string, value []byte) (shared bool, share *arbitrate.Member) {
+func DecodeClaim(owner string, value []byte) (shared bool, share *arbitrate.Member) {
 	var v claimValue
 	if json.Unmarshal(value, &v) != nil || !v.Shared {
 		return false, nil
@@ -129,7 +131,7 @@ func (p *Publisher) splitClaimKey(key string) (stored, owner string, ok bool) {
 // kept as an unshared one: it still holds the name for its owner, and if the
 // owner is this cluster, the value differs from what it wants and is repaired.
 func claimFromKV(owner string, kv *mvccpb.KeyValue) claimEntry {
-	shared, share := decodeClaim(owner, kv.Value)
+	shared, share := DecodeClaim(owner, kv.Value)
 	return claimEntry{owner: owner, value: kv.Value, shared: shared, share: share, created: kv.CreateRevision, modRev: kv.ModRevision, lease: kv.Lease}
 }
 

@@ -886,7 +886,7 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 			if own := p.ownClaimLocked(c.name); own != nil {
 				created = own.created
 			}
-			shared, share := decodeClaim(p.cfg.Owner, c.claimPut)
+			shared, share := DecodeClaim(p.cfg.Owner, c.claimPut)
 			p.putClaimLocked(c.name, claimEntry{owner: p.cfg.Owner, value: c.claimPut, shared: shared, share: share, created: created, modRev: rev, lease: c.lease})
 		case c.claimDel:
 			p.removeClaimLocked(c.name, p.cfg.Owner)
