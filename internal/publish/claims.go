@@ -229,7 +229,7 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 	default:
 		// Refused: it serves nothing, and says so.
 		p.forgetShareLocked(c.name)
-		self := p.memberLocked(n, own)
+		self := p.memberLocked(n, own, true)
 		self.Serving = false
 		value = p.encodeShared(self)
 	}

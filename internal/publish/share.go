@@ -15,8 +15,10 @@ import (
 //	 "healthy":true,"since":"2025-01-02T03:04:05Z","serving":true}
 //
 // policy and priority are those its objects ask for; healthy is its verdict
-// on its addresses for the name (at least one passes its health checks),
-// since the time that verdict last changed, on its own clock; serving says
+// on its addresses for the name (at least one passes its health checks, and
+// the cluster may publish the name: no other cluster holds a name above or
+// beneath it), since the time that verdict last changed, on its own clock;
+// serving says
 // that its records of the name are in etcd. A cluster writes serving in the
 // transaction that writes or deletes its records, so the claims always say
 // who answers. Each cluster decides from the same claims and reaches the same
@@ -64,13 +66,18 @@ func setShareLocked(n *name, w Want, now time.Time) bool {
 }
 
 // memberLocked returns this cluster as a member sharing stored: its state,
-// and serving as its claim says. The verdict's since is the claim's while the
-// claim holds the same verdict, so that a restart rewrites nothing and the
-// hold-down counts from the verdict the other clusters saw.
-func (p *Publisher) memberLocked(n *name, own *claimEntry) arbitrate.Member {
+// and serving as its claim says. A cluster refused the name (another cluster
+// holds a name above or beneath it) cannot answer it, and says it is not
+// healthy, so that the others do not wait for it. The verdict's since is the
+// claim's while the claim holds the same verdict, so that a restart rewrites
+// nothing and the hold-down counts from the verdict the other clusters saw.
+func (p *Publisher) memberLocked(n *name, own *claimEntry, refused bool) arbitrate.Member {
 	m := arbitrate.Member{
 		Owner: p.cfg.Owner, Policy: n.share.policy, Priority: n.share.priority,
-		Healthy: n.share.healthy, Since: n.share.since,
+		Healthy: n.share.healthy && !refused, Since: n.share.since,
+	}
+	if m.Healthy != n.share.healthy {
+		m.Since = time.Now().UTC().Truncate(time.Second)
 	}
 	if own != nil && own.share != nil {
 		m.Serving = own.share.Serving
@@ -86,7 +93,7 @@ func (p *Publisher) memberLocked(n *name, own *claimEntry) arbitrate.Member {
 // their claims are unchanged, and whether it starts or stops serving. It returns the member this cluster is, with
 // Serving as decided.
 func (p *Publisher) shareLocked(n *name, c *change, own *claimEntry) arbitrate.Member {
-	self := p.memberLocked(n, own)
+	self := p.memberLocked(n, own, false)
 	members := []arbitrate.Member{self}
 	for _, e := range p.claims[c.name] {
 		if e.owner == p.cfg.Owner || e.share == nil {
