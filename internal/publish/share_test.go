@@ -224,8 +224,10 @@ func TestFailoverByPriorityAndHealth(t *testing.T) {
 func TestFailoverWhenTheClusterIsLost(t *testing.T) {
 	c := etcdtest.Start(t).NewClient(t)
 	const (
-		name   = "web.example.org"
-		expiry = 2 * time.Second
+		name = "web.example.org"
+		// Long enough that a loaded machine does not delay the renewals
+		// past it.
+		expiry = 4 * time.Second
 	)
 	expiring := func(cfg *publish.Config) { cfg.RecordExpiry, cfg.FailbackHoldDown = expiry, time.Minute }
 	east := startSharerWith(t, c, "east", "192.0.2.1", expiring)
