@@ -263,7 +263,8 @@ func TestGlobalLoadBalancing(t *testing.T) {
 			since, _ = time.Parse(time.RFC3339, c.Since)
 			return ok && c.Healthy && !c.Serving, fmt.Sprintf("%+v %v", c, ok)
 		})
-		answersUntil(t, since.Add(glbHoldDown), failover, secondaryIPs...)
+		checks := answersUntil(t, since.Add(glbHoldDown), failover, secondaryIPs...)
 		within(t, glbCommit, failover, primaryIPs...)
+		t.Logf("the returning primary took %s back after its hold-down (%d checks before it ended found the secondary)", failover, checks)
 	})
 }
