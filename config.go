@@ -92,6 +92,9 @@ func (o *options) config() (app.Config, error) {
 	if o.recordExpiry != 0 && o.recordExpiry < minRecordExpiry {
 		return app.Config{}, fmt.Errorf("--record-expiry: %v is shorter than %v; a brief etcd or network hiccup must not expire live records", o.recordExpiry, minRecordExpiry)
 	}
+	if o.failbackHoldDown < 0 {
+		return app.Config{}, fmt.Errorf("--failback-hold-down: must not be negative")
+	}
 	if o.gatewayPoll <= 0 {
 		return app.Config{}, fmt.Errorf("--gateway-api-poll-interval: must be positive")
 	}
@@ -109,6 +112,7 @@ func (o *options) config() (app.Config, error) {
 		MaxDeleteRatio:   o.maxDeleteRatio,
 		ClaimPrefix:      claims,
 		RecordExpiry:     o.recordExpiry,
+		FailbackHoldDown: o.failbackHoldDown,
 		Version:          currentVersion().Version,
 		LeaderElect:      o.leaderElect,
 		Leader:           lead,

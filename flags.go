@@ -38,6 +38,7 @@ type options struct {
 	maxDeleteRatio   float64
 	claimPrefix      string
 	recordExpiry     time.Duration
+	failbackHoldDown time.Duration
 	clusterLabel     bool
 	leaderElect      bool
 	leader           leader.Config
@@ -80,6 +81,7 @@ func flags(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.owner, "owner-id", "default", "identity of this cluster's records, a DNS label; each cluster sharing an etcd needs its own")
 	fs.StringVar(&o.claimPrefix, "claim-prefix", "/skylb/claims", "etcd prefix where the clusters sharing the etcd claim their names; empty claims none")
 	fs.DurationVar(&o.recordExpiry, "record-expiry", 0, "when set (e.g. 2m), this cluster's records expire that long after skylb stops renewing their etcd lease; 0 keeps them until skylb removes them")
+	fs.DurationVar(&o.failbackHoldDown, "failback-hold-down", time.Minute, "how long a preferred cluster of a failover name (skylb.io/cluster-policy: failover), healthy again, waits before it takes the name back from the healthy cluster answering it")
 	fs.BoolVar(&o.clusterLabel, "cluster-label", false, "insert the owner id before the zone in generated names: <service>.<namespace>.<owner-id>.<zone>")
 	fs.StringVar(&o.defaultNamespace, "default-namespace", "", "also publish Services of this namespace as <service>.<zone>")
 	fs.StringSliceVar(&o.apexNamespaces, "apex-namespaces", nil, "namespaces whose objects may publish a zone's apex (e.g. example.org itself), comma-separated; no other namespace may")

@@ -37,8 +37,9 @@ func TestRecordsOutput(t *testing.T) {
 	} {
 		put(skydns.Key("/skydns", r.owner, r.rec), string(skydns.Encode(r.owner, r.rec)))
 	}
-	put("/skylb/claims/web.example.org/east", `{"owner":"east","shared":true}`)
-	put("/skylb/claims/web.example.org/west", `{"owner":"west","shared":true}`)
+	put("/skylb/claims/web.example.org/east", `{"owner":"east","shared":true,"policy":"failover","priority":10,"healthy":false,"since":"2025-01-02T03:04:05Z","serving":true}`)
+	put("/skylb/claims/web.example.org/west", `{"owner":"west","shared":true,"policy":"failover","priority":20,"healthy":true,"since":"2025-01-02T03:00:00Z","serving":true}`)
+	put("/skylb/claims/_http._tcp.web.example.org/east", `{"owner":"east","shared":true,"policy":"failover","priority":10,"healthy":false,"since":"2025-01-02T03:04:05Z","serving":true}`)
 	put("/skylb/claims/db.example.org/west", `{"owner":"west"}`)
 	settings := env(map[string]string{
 		"SKYLB_ETCD_ENDPOINTS": srv.Endpoint, "SKYLB_ETCD_CA_FILE": srv.Client.CAFile,
@@ -59,13 +60,19 @@ func TestRecordsOutput(t *testing.T) {
 	wantJSON := `{
   "records": [
     {"name": "_http._tcp.web.example.org", "type": "SRV", "host": "web.example.org", "port": 80, "ttl": 30,
-     "owner": "east", "foreign": true, "claim": "-", "expiresInSeconds": null},
+     "owner": "east", "foreign": true, "claim": "shares", "expiresInSeconds": null},
     {"name": "db.example.org", "type": "-", "host": "", "port": 0, "ttl": 0,
      "owner": "west", "foreign": false, "claim": "holds", "expiresInSeconds": null},
     {"name": "web.example.org", "type": "A", "host": "192.0.2.1", "port": 0, "ttl": 30,
      "owner": "east", "foreign": true, "claim": "shares", "expiresInSeconds": null},
     {"name": "web.example.org", "type": "A", "host": "192.0.2.2", "port": 0, "ttl": 30,
      "owner": "west", "foreign": false, "claim": "shares", "expiresInSeconds": null}
+  ],
+  "shared": [
+    {"name": "web.example.org", "policy": "failover", "disagree": false, "failOpen": false, "clusters": [
+      {"owner": "east", "foreign": true, "priority": 10, "healthy": false, "healthySince": "2025-01-02T03:04:05Z", "answering": true},
+      {"owner": "west", "foreign": false, "priority": 20, "healthy": true, "healthySince": "2025-01-02T03:00:00Z", "answering": true}
+    ]}
   ],
   "claimPrefix": "/skylb/claims",
   "claimsDenied": false
@@ -101,10 +108,13 @@ func TestRecordsOutput(t *testing.T) {
 	// SKYLB_OWNER_ID.
 	table := strings.Fields(strings.ReplaceAll(records("--owner-id=east"), "\n", " | "))
 	wantTable := strings.Fields(`NAME TYPE HOST TTL OWNER CLAIM EXPIRES |
-_http._tcp.web.example.org SRV web.example.org:80 30 east - never |
+_http._tcp.web.example.org SRV web.example.org:80 30 east shares never |
 db.example.org - - - west (foreign) holds never |
 web.example.org A 192.0.2.1 30 east shares never |
-web.example.org A 192.0.2.2 30 west (foreign) shares never |`)
+web.example.org A 192.0.2.2 30 west (foreign) shares never | |
+SHARED NAME POLICY OWNER PRIORITY HEALTH ANSWERS |
+web.example.org failover east 10 unhealthy since 2025-01-02T03:04:05Z yes |
+web.example.org failover west (foreign) 20 healthy since 2025-01-02T03:00:00Z yes |`)
 	if diff := cmp.Diff(wantTable, table); diff != "" {
 		t.Errorf("skylb records mismatch (-want +got):\n%s", diff)
 	}

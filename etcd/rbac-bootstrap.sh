@@ -3,7 +3,8 @@
 # Idempotent: safe to run again against an already bootstrapped etcd.
 #
 #   role skylb    readwrite /skydns/  (DNS records)
-#                 readwrite /skylb/   (metadata: leader election, claims)
+#                 readwrite /skylb/   (metadata: leader election, claims with
+#                                      each cluster's verdict on shared names)
 #   role coredns  read      /skydns/
 #   users skylb, coredns, root (root has role root), all without password:
 #   they authenticate with a client certificate whose CN is the user name.

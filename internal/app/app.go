@@ -59,6 +59,9 @@ type Config struct {
 	// RecordExpiry, when set, makes this cluster's keys expire that long after
 	// skylb stops renewing them.
 	RecordExpiry time.Duration
+	// FailbackHoldDown is how long a preferred cluster of a failover name,
+	// healthy again, waits before it takes the name back.
+	FailbackHoldDown time.Duration
 	// HTTPAddress is where /healthz, /readyz and /metrics are served; empty disables them.
 	HTTPAddress string
 
@@ -145,6 +148,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 		ObservePropagation: func(d time.Duration) { m.Propagation.Observe(d.Seconds()) },
 		ClaimPrefix:        cfg.ClaimPrefix,
 		RecordExpiry:       cfg.RecordExpiry,
+		FailbackHoldDown:   cfg.FailbackHoldDown,
 		Log:                cfg.Log.WithField("component", "publisher"),
 	}
 	if !cfg.Scope.All() {
@@ -178,7 +182,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	// The publisher is built before the controller that feeds it, and tells
 	// the controller of the names other clusters hold through claims.
 	var claims claimRelay
-	pubCfg.OnClaim = claims.tell
+	pubCfg.OnClaim, pubCfg.OnShare = claims.tell, claims.tellShare
 	pub = publish.New(etcd, pubCfg)
 
 	recorder, stopEvents := eventRecorder(ctx, kube)
@@ -300,6 +304,13 @@ func (r *claimRelay) set(c *controller.Controller) { r.to.Store(c) }
 func (r *claimRelay) tell(stored string, d arbitrate.Decision) {
 	if c := r.to.Load(); c != nil {
 		c.ClusterClaim(stored, d)
+	}
+}
+
+// tellShare passes a decision on a shared name on, as tell does.
+func (r *claimRelay) tellShare(stored string, s arbitrate.Sharing, was *arbitrate.Sharing) {
+	if c := r.to.Load(); c != nil {
+		c.ClusterShare(stored, s, was)
 	}
 }
 
@@ -464,6 +475,12 @@ func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *cont
 		func() float64 { return float64(pub.CountOutside()) })
 	m.Gauge("skylb_hostname_conflicts", "Hostname claims refused because another namespace holds the name.", func() float64 { return float64(ctrl.Conflicts()) })
 	m.Gauge("skylb_names_held_by_other_clusters", "Names not published because another cluster sharing the etcd holds them, or a name above or beneath them, or records of this owner id outside this skylb's scope hold them.", stats(func(s publish.Stats) int64 { return s.Refused }))
+	m.Vec("skylb_cluster_failovers_total", "Times this cluster started (direction in) or stopped (out) answering a name it shares with other clusters, as committed to etcd.", prometheus.CounterValue,
+		[]string{"direction"}, func() map[string]float64 {
+			s := pub.Stats()
+			return map[string]float64{"in": float64(s.TookOver), "out": float64(s.HandedOver)}
+		})
+	m.Gauge("skylb_shared_names_standby", "Names this cluster shares with other clusters and leaves to them: they answer by the cluster policy, or this cluster is held down.", stats(func(s publish.Stats) int64 { return s.Standby }))
 	m.Counter("skylb_record_leases_lost_total", "Times the lease of the records expired under skylb (with --record-expiry).", stats(func(s publish.Stats) int64 { return s.LeasesLost }))
 	m.Gauge("skylb_health_fail_open", "Objects publishing all their addresses because none passes its health check.", func() float64 { return float64(ctrl.FailOpen()) })
 	m.Gauge("skylb_workqueue_depth", "Objects waiting to be synced.", func() float64 { return float64(ctrl.QueueLen()) })

@@ -17,6 +17,15 @@
 // answers that hold both clusters' addresses already, as the SRV records of a
 // shared Service do (see Nested). Decide applies both rules.
 //
+// The clusters that share a name decide together which of them answer it
+// (see Share): each publishes beside its claim its policy (balanced or
+// failover), its priority, whether it has a healthy address for the name and
+// whether it serves it, and each decides from the same claims. In balanced
+// every cluster with a healthy address answers; in failover only the most
+// preferred ones; every cluster answers when none is healthy. A cluster hands
+// a name over only once the cluster taking it serves, and in failover a
+// preferred cluster healthy again takes the name back only after a hold-down.
+//
 // Which object of one cluster publishes a name is package rank's concern,
 // never this one's.
 package arbitrate

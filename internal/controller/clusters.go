@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
@@ -13,9 +14,19 @@ import (
 	"github.com/skylb/skylb/internal/source"
 )
 
-// ReasonHostnameGranted is the reason of the Normal Event sent when a name
-// another cluster held is published again.
-const ReasonHostnameGranted = "HostnameGranted"
+// Reasons of the Events about the clusters sharing an etcd.
+const (
+	// ReasonHostnameGranted is the reason of the Normal Event sent when a
+	// name another cluster held is published again.
+	ReasonHostnameGranted = "HostnameGranted"
+	// ReasonClusterAnswering and ReasonClusterStandby are sent when this
+	// cluster starts and stops answering a name it shares with other
+	// clusters; ReasonClusterHeldDown when, healthy again, it waits for the
+	// failback hold-down before it takes the name back.
+	ReasonClusterAnswering = "ClusterAnswering"
+	ReasonClusterStandby   = "ClusterStandby"
+	ReasonClusterHeldDown  = "ClusterHeldDown"
+)
 
 // ClusterClaim tells the objects publishing a stored name that another cluster
 // sharing the etcd holds it or a name nested with it, or that it is theirs
@@ -33,34 +44,100 @@ func (c *Controller) ClusterClaim(stored string, d arbitrate.Decision) {
 		log.WithFields(logrus.Fields{"holders": d.Holders, "nested": d.Nested, "outside": d.Outside}).
 			Warn("another cluster sharing the etcd, or records outside this skylb's scope, hold the name or a name nested with it; not publishing it")
 	}
+	c.publishersLocked(stored, func(pub *source.Publication, name string) {
+		if d.Granted {
+			out.event(&pub.Ref, corev1.EventTypeNormal, ReasonHostnameGranted,
+				fmt.Sprintf("hostname %s is published: no other cluster holds it any more", name))
+			return
+		}
+		if len(d.Holders) > 0 {
+			out.event(&pub.Ref, corev1.EventTypeWarning, source.ReasonHostnameConflict,
+				fmt.Sprintf("hostname %s is not published: cluster %s holds it in the etcd shared between clusters; "+
+					"to publish it from several clusters, annotate its objects %s: \"true\" in each of them",
+					name, strings.Join(d.Holders, ", "), source.AnnotationShared))
+		}
+		if len(d.Outside) > 0 {
+			out.event(&pub.Ref, corev1.EventTypeWarning, source.ReasonHostnameConflict,
+				fmt.Sprintf("hostname %s is not published: records of %s, outside the namespaces and sources this skylb "+
+					"watches, hold it for another namespace; they stay until handed over", name, strings.Join(d.Outside, ", ")))
+		}
+		if len(d.Nested) > 0 {
+			out.event(&pub.Ref, corev1.EventTypeWarning, source.ReasonHostnameConflict,
+				fmt.Sprintf("hostname %s is not published: cluster %s holds a name above or beneath it in the etcd "+
+					"shared between clusters, and DNS answers a name with the records beneath it too",
+					name, strings.Join(d.Nested, ", ")))
+		}
+	})
+}
+
+// ClusterShare tells the objects publishing a stored name shared with other
+// clusters that this cluster starts or stops answering it, waits for its
+// failback hold-down, or disagrees with the others on the policy. The
+// publisher calls it whenever its decision on the name changes, with the
+// decision before (nil for the first).
+func (c *Controller) ClusterShare(stored string, s arbitrate.Sharing, was *arbitrate.Sharing) {
+	var out outcome
+	defer func() { c.apply(out) }()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	events := shareEvents(s, was)
+	if len(events) == 0 {
+		return
+	}
+	log := c.cfg.Log.WithFields(logrus.Fields{"name": stored, "policy": s.Policy, "answering": s.Answer, "serving": s.Serve})
+	if !s.HeldUntil.IsZero() {
+		log = log.WithField("held_until", s.HeldUntil.Format(time.RFC3339))
+	}
+	log.Info("the clusters sharing the name changed who answers it")
+	c.publishersLocked(stored, func(pub *source.Publication, name string) {
+		for _, e := range events {
+			out.event(&pub.Ref, e.kind, e.reason, fmt.Sprintf(e.message, name))
+		}
+	})
+}
+
+// shareEvent is an Event of ClusterShare; its message has one %s, the name.
+type shareEvent struct{ kind, reason, message string }
+
+// shareEvents returns the Events a change of the sharing of a name from was
+// (nil: none before) to s brings.
+func shareEvents(s arbitrate.Sharing, was *arbitrate.Sharing) []shareEvent {
+	var out []shareEvent
+	answer := strings.Join(s.Answer, ", ")
+	if s.Disagree && (was == nil || !was.Disagree) {
+		out = append(out, shareEvent{corev1.EventTypeWarning, source.ReasonClusterPolicyConflict,
+			"the clusters sharing %s name different " + source.AnnotationClusterPolicy + ": every one of them uses " +
+				string(arbitrate.Balanced) + " until they agree"})
+	}
+	switch {
+	case s.Serve && was != nil && !was.Serve && s.FailOpen:
+		out = append(out, shareEvent{corev1.EventTypeWarning, ReasonClusterAnswering,
+			"this cluster answers %s again: no cluster sharing it has a healthy address, so every one answers (fail open)"})
+	case s.Serve && was != nil && !was.Serve:
+		out = append(out, shareEvent{corev1.EventTypeNormal, ReasonClusterAnswering,
+			"this cluster answers %s now (policy " + string(s.Policy) + "; answering: " + answer + ")"})
+	case !s.Serve && s.HeldUntil.IsZero() && (was == nil || was.Serve):
+		out = append(out, shareEvent{corev1.EventTypeNormal, ReasonClusterStandby,
+			"this cluster stands by for %s and publishes none of its addresses: by the policy " + string(s.Policy) +
+				" it is answered by " + answer})
+	}
+	if !s.HeldUntil.IsZero() && (was == nil || !was.HeldUntil.Equal(s.HeldUntil)) {
+		out = append(out, shareEvent{corev1.EventTypeNormal, ReasonClusterHeldDown,
+			"this cluster's addresses for %s pass their health checks again: it takes the name back at " +
+				s.HeldUntil.UTC().Format(time.RFC3339) + ", once the failback hold-down has passed"})
+	}
+	return out
+}
+
+// publishersLocked calls f with every object publishing stored (as the
+// object's own name, the zone's for its apex records) and that name.
+func (c *Controller) publishersLocked(stored string, f func(pub *source.Publication, name string)) {
 	for _, bySource := range c.granted {
 		for src, names := range bySource {
 			i := slices.IndexFunc(names, func(n string) bool { return n == stored || skydns.ApexName(n) == stored })
 			pub := c.index.Publication(src)
-			if i < 0 || pub == nil {
-				continue
-			}
-			if d.Granted {
-				out.event(&pub.Ref, corev1.EventTypeNormal, ReasonHostnameGranted,
-					fmt.Sprintf("hostname %s is published: no other cluster holds it any more", names[i]))
-				continue
-			}
-			if len(d.Holders) > 0 {
-				out.event(&pub.Ref, corev1.EventTypeWarning, source.ReasonHostnameConflict,
-					fmt.Sprintf("hostname %s is not published: cluster %s holds it in the etcd shared between clusters; "+
-						"to publish it from several clusters, annotate its objects %s: \"true\" in each of them",
-						names[i], strings.Join(d.Holders, ", "), source.AnnotationShared))
-			}
-			if len(d.Outside) > 0 {
-				out.event(&pub.Ref, corev1.EventTypeWarning, source.ReasonHostnameConflict,
-					fmt.Sprintf("hostname %s is not published: records of %s, outside the namespaces and sources this skylb "+
-						"watches, hold it for another namespace; they stay until handed over", names[i], strings.Join(d.Outside, ", ")))
-			}
-			if len(d.Nested) > 0 {
-				out.event(&pub.Ref, corev1.EventTypeWarning, source.ReasonHostnameConflict,
-					fmt.Sprintf("hostname %s is not published: cluster %s holds a name above or beneath it in the etcd "+
-						"shared between clusters, and DNS answers a name with the records beneath it too",
-						names[i], strings.Join(d.Nested, ", ")))
+			if i >= 0 && pub != nil {
+				f(pub, names[i])
 			}
 		}
 	}

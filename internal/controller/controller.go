@@ -875,7 +875,11 @@ func (c *Controller) resolveLocked(out *outcome, g string, observed time.Time, t
 	res := c.index.Resolve(g)
 	out.records = slices.Grow(out.records, len(res.Records))
 	for stored, records := range res.Records {
-		c.setLocked(out, stored, publish.Want{Records: records, Shared: res.Shared[stored], Observed: observed})
+		w := publish.Want{Records: records, Shared: res.Shared[stored], Observed: observed}
+		if cl, ok := res.Clusters[stored]; ok {
+			w.Policy, w.Priority, w.Unhealthy = cl.Policy, cl.Priority, !cl.Healthy
+		}
+		c.setLocked(out, stored, w)
 	}
 	for s := range c.conflict[g] {
 		touched[s] = true

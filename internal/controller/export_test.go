@@ -103,7 +103,10 @@ func decision(out outcome) Decision {
 		for _, r := range w.want.Records {
 			line := r.Name + " " + r.Host
 			if w.want.Shared {
-				line += " shared"
+				line += fmt.Sprintf(" shared %s %d", w.want.Policy, w.want.Priority)
+				if w.want.Unhealthy {
+					line += " unhealthy"
+				}
 			}
 			d.Records = append(d.Records, line)
 		}

@@ -127,8 +127,35 @@ func TestSyncDecision(t *testing.T) {
 				source.AnnotationHostname, "www.example.org", source.AnnotationShared, "true")},
 			key: "service/shop/web",
 			want: controller.Decision{
-				Records: []string{"web.shop.example.org 192.0.2.10 shared", "www.example.org 192.0.2.10 shared"},
+				Records: []string{"web.shop.example.org 192.0.2.10 shared balanced 100", "www.example.org 192.0.2.10 shared balanced 100"},
 				Events:  []string{"Normal Published: published web.shop.example.org, www.example.org: 192.0.2.10"},
+			},
+		},
+		{
+			name: "a hostname shared in failover, with this cluster's priority",
+			cfg:  statusMode,
+			objects: []runtime.Object{annotated(lbService("shop", "web", t0, "192.0.2.10"),
+				source.AnnotationHostname, "www.example.org", source.AnnotationShared, "true",
+				source.AnnotationClusterPolicy, "failover", source.AnnotationClusterPriority, "20")},
+			key: "service/shop/web",
+			want: controller.Decision{
+				Records: []string{"web.shop.example.org 192.0.2.10 shared failover 20", "www.example.org 192.0.2.10 shared failover 20"},
+				Events:  []string{"Normal Published: published web.shop.example.org, www.example.org: 192.0.2.10"},
+			},
+		},
+		{
+			name: "an invalid cluster priority: a Warning, and the name still shared",
+			cfg:  statusMode,
+			objects: []runtime.Object{annotated(lbService("shop", "web", t0, "192.0.2.10"),
+				source.AnnotationHostname, "www.example.org", source.AnnotationShared, "true",
+				source.AnnotationClusterPolicy, "failover", source.AnnotationClusterPriority, "high")},
+			key: "service/shop/web",
+			want: controller.Decision{
+				Records: []string{"web.shop.example.org 192.0.2.10 shared failover 100", "www.example.org 192.0.2.10 shared failover 100"},
+				Events: []string{
+					"Normal Published: published web.shop.example.org, www.example.org: 192.0.2.10",
+					`Warning InvalidAnnotation: annotation skylb.io/cluster-priority: "high" is not a number from 0 to 65535; using 100`,
+				},
 			},
 		},
 		{

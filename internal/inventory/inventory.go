@@ -7,7 +7,6 @@ package inventory
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/skylb/skylb/internal/arbitrate"
+	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/skydns"
 )
 
@@ -39,6 +39,9 @@ type Claim struct {
 	Shared  bool
 	Created int64
 	Lease   int64
+	// Share is the owner's part in answering a shared name: its policy,
+	// priority, health verdict and whether it serves; nil when not shared.
+	Share *arbitrate.Member
 }
 
 // Inventory is what an etcd holds under the prefixes skylb uses.
@@ -90,11 +93,9 @@ func Read(ctx context.Context, c *clientv3.Client, prefix, claimPrefix string) (
 			if i <= 0 {
 				continue
 			}
-			var v struct {
-				Shared bool `json:"shared"`
-			}
-			_ = json.Unmarshal(kv.Value, &v)
-			inv.Claims = append(inv.Claims, Claim{Name: rest[:i], Owner: rest[i+1:], Shared: v.Shared, Created: kv.CreateRevision, Lease: kv.Lease})
+			owner := rest[i+1:]
+			shared, share := publish.DecodeClaim(owner, kv.Value)
+			inv.Claims = append(inv.Claims, Claim{Name: rest[:i], Owner: owner, Shared: shared, Share: share, Created: kv.CreateRevision, Lease: kv.Lease})
 			inv.LeaseTTL[kv.Lease] = 0
 		}
 	}
@@ -135,9 +136,41 @@ type Entry struct {
 	ExpiresIn *int64 `json:"expiresInSeconds"`
 }
 
+// Shared is a name clusters share: the policy they answer it by and each
+// cluster's part. Its JSON field names are stable.
+type Shared struct {
+	Name string `json:"name"`
+	// Policy is the policy in force; Disagree is set when the clusters name
+	// different ones, and balanced is in force.
+	Policy   arbitrate.Policy `json:"policy"`
+	Disagree bool             `json:"disagree"`
+	// FailOpen is set when no cluster has a healthy address, and every one
+	// answers.
+	FailOpen bool            `json:"failOpen"`
+	Clusters []SharedCluster `json:"clusters"`
+}
+
+// SharedCluster is one cluster's part in answering a shared name.
+type SharedCluster struct {
+	Owner    string `json:"owner"`
+	Foreign  bool   `json:"foreign"`
+	Priority int    `json:"priority"`
+	// Healthy is its verdict: at least one of its addresses passes its
+	// health checks; HealthySince is when the verdict last changed (RFC 3339,
+	// empty when not known).
+	Healthy      bool   `json:"healthy"`
+	HealthySince string `json:"healthySince"`
+	// Answering says that its records are in etcd: CoreDNS answers with
+	// them.
+	Answering bool `json:"answering"`
+}
+
 // Report is the inventory as the reader sees it, by name.
 type Report struct {
 	Records []Entry `json:"records"`
+	// Shared lists the names clusters share, with who answers them; the SRV
+	// names beneath a shared name, which follow it, are left out.
+	Shared []Shared `json:"shared"`
 	// ClaimPrefix is where the claims were read from; ClaimsDenied is set
 	// when the etcd user may not read them.
 	ClaimPrefix  string `json:"claimPrefix"`
@@ -211,7 +244,37 @@ func (inv *Inventory) Report(self string) Report {
 	slices.SortStableFunc(lines, func(a, b Entry) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Owner, b.Owner), strings.Compare(a.Host, b.Host), cmp.Compare(a.Port, b.Port))
 	})
-	return Report{Records: lines, ClaimPrefix: inv.ClaimPrefix, ClaimsDenied: inv.ClaimsDenied}
+	return Report{Records: lines, Shared: inv.shared(self), ClaimPrefix: inv.ClaimPrefix, ClaimsDenied: inv.ClaimsDenied}
+}
+
+// shared returns the names shared by at least one cluster's claim, sorted,
+// but for SRV names (a first label beginning with "_"), which follow the name
+// above them.
+func (inv *Inventory) shared(self string) []Shared {
+	members := make(map[string][]arbitrate.Member)
+	for _, c := range inv.Claims {
+		if c.Share != nil && !strings.HasPrefix(c.Name, "_") {
+			members[c.Name] = append(members[c.Name], *c.Share)
+		}
+	}
+	var out []Shared
+	for name, ms := range members {
+		s := arbitrate.Share("", ms, time.Time{}, 0)
+		sh := Shared{Name: skydns.Queried(name), Policy: s.Policy, Disagree: s.Disagree, FailOpen: s.FailOpen}
+		for _, m := range ms {
+			c := SharedCluster{Owner: m.Owner, Foreign: m.Owner != self, Priority: m.Priority, Healthy: m.Healthy, Answering: m.Serving}
+			if !m.Since.IsZero() {
+				c.HealthySince = m.Since.UTC().Format(time.RFC3339)
+			}
+			sh.Clusters = append(sh.Clusters, c)
+		}
+		slices.SortFunc(sh.Clusters, func(a, b SharedCluster) int {
+			return cmp.Or(cmp.Compare(a.Priority, b.Priority), strings.Compare(a.Owner, b.Owner))
+		})
+		out = append(out, sh)
+	}
+	slices.SortFunc(out, func(a, b Shared) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // Write prints the report as a table, one line per entry. Claims that could
@@ -248,10 +311,50 @@ func (r Report) Write(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := r.writeShared(w); err != nil {
+		return err
+	}
 	if r.ClaimsDenied {
 		fmt.Fprintf(w, "\nclaims under %s/ could not be read (permission denied): CLAIM is unknown (?); skylb's own etcd user can read them\n", strings.TrimSuffix(r.ClaimPrefix, "/"))
 	}
 	return nil
+}
+
+// writeShared prints the shared names as a second table, one line per
+// cluster, the preferred first; nothing when there are none.
+func (r Report) writeShared(w io.Writer) error {
+	if len(r.Shared) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SHARED NAME\tPOLICY\tOWNER\tPRIORITY\tHEALTH\tANSWERS")
+	for _, s := range r.Shared {
+		policy := string(s.Policy)
+		switch {
+		case s.Disagree:
+			policy += " (clusters disagree)"
+		case s.FailOpen:
+			policy += " (fail open)"
+		}
+		for _, c := range s.Clusters {
+			owner, health, answers := c.Owner, "unhealthy", "no"
+			if c.Foreign {
+				owner += " (foreign)"
+			}
+			if c.Healthy {
+				health = "healthy"
+			}
+			if c.HealthySince != "" {
+				health += " since " + c.HealthySince
+			}
+			if c.Answering {
+				answers = "yes"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.Name, policy, owner, c.Priority, health, answers)
+		}
+	}
+	return tw.Flush()
 }
 
 // nestedClaims returns the claims of owners other than owner on the names

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -45,12 +47,63 @@ type claimEntry struct {
 	created int64 // etcd create revision; 0 for a dry run's
 	modRev  int64
 	lease   int64
+	// share is the owner's part in answering a shared name (see share.go);
+	// nil for a claim that is not shared.
+	share *arbitrate.Member
 }
 
-// claimValue is the JSON of a claim.
+// claimValue is the JSON of a claim. The fields after Shared are written for
+// shared names only (see share.go).
 type claimValue struct {
-	Owner  string `json:"owner"`
-	Shared bool   `json:"shared,omitempty"`
+	Owner    string `json:"owner"`
+	Shared   bool   `json:"shared,omitempty"`
+	Policy   string `json:"policy,omitempty"`
+	Priority *int   `json:"priority,omitempty"`
+	Healthy  *bool  `json:"healthy,omitempty"`
+	Since    string `json:"since,omitempty"` // RFC 3339
+	Serving  *bool  `json:"serving,omitempty"`
+}
+
+// DecodeClaim reads the value of owner's claim: whether it is shared and, when
+// it is, the owner's part in answering the name (see share.go); "skylb
+// records" reads claims with it too. A value that is not a claim is an
+// unshared claim. A shared claim that says nothing of its health or
+// whether it serves, as versions before the verdicts wrote them, is healthy
+// and serving, since such a version always serves.
+func DecodeClaim(owner string, value []byte) (shared bool, share *arbitrate.Member) {
+	var v claimValue
+	if json.Unmarshal(value, &v) != nil || !v.Shared {
+		return false, nil
+	}
+	m := arbitrate.Member{Owner: owner, Policy: arbitrate.Policy(v.Policy), Priority: arbitrate.DefaultPriority, Healthy: true, Serving: true}
+	if m.Policy != arbitrate.Failover {
+		m.Policy = arbitrate.Balanced
+	}
+	if v.Priority != nil {
+		m.Priority = *v.Priority
+	}
+	if v.Healthy != nil {
+		m.Healthy = *v.Healthy
+	}
+	if v.Serving != nil {
+		m.Serving = *v.Serving
+	}
+	m.Since, _ = time.Parse(time.RFC3339, v.Since)
+	return true, &m
+}
+
+// encodeShared returns the value of this cluster's claim on a name it shares
+// as m.
+func (p *Publisher) encodeShared(m arbitrate.Member) []byte {
+	v := claimValue{
+		Owner: p.cfg.Owner, Shared: true, Policy: string(m.Policy),
+		Priority: &m.Priority, Healthy: &m.Healthy, Serving: &m.Serving,
+	}
+	if !m.Since.IsZero() {
+		v.Since = m.Since.UTC().Format(time.RFC3339)
+	}
+	b, _ := json.Marshal(v)
+	return b
 }
 
 // claiming reports whether names are claimed.
@@ -78,9 +131,8 @@ func (p *Publisher) splitClaimKey(key string) (stored, owner string, ok bool) {
 // kept as an unshared one: it still holds the name for its owner, and if the
 // owner is this cluster, the value differs from what it wants and is repaired.
 func claimFromKV(owner string, kv *mvccpb.KeyValue) claimEntry {
-	var v claimValue
-	_ = json.Unmarshal(kv.Value, &v)
-	return claimEntry{owner: owner, value: kv.Value, shared: v.Shared, created: kv.CreateRevision, modRev: kv.ModRevision, lease: kv.Lease}
+	shared, share := DecodeClaim(owner, kv.Value)
+	return claimEntry{owner: owner, value: kv.Value, shared: shared, share: share, created: kv.CreateRevision, modRev: kv.ModRevision, lease: kv.Lease}
 }
 
 // encodeClaim returns the value of this cluster's claim. There are two, so
@@ -154,6 +206,7 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 		// Records outside what this Publisher owns keep the name claimed.
 		c.claimDel = own != nil && !n.holdsOutside()
 		p.tellLocked(c.name, nil)
+		p.forgetShareLocked(c.name)
 		return true
 	}
 	others := p.claims[c.name]
@@ -164,7 +217,23 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 	d := arbitrate.Decide(p.cfg.Owner, n.shared, claims, p.nestedLocked(c.name, n))
 	p.tellLocked(c.name, &d)
 
-	value := p.encodeClaim(n.shared)
+	var value []byte
+	serve := d.Granted
+	switch {
+	case n.share == nil:
+		p.forgetShareLocked(c.name)
+		value = p.encodeClaim(n.shared)
+	case d.Granted:
+		self := p.shareLocked(n, c, own)
+		serve = self.Serving
+		value = p.encodeShared(self)
+	default:
+		// Refused: it serves nothing, and says so.
+		p.forgetShareLocked(c.name)
+		self := p.memberLocked(n, own, true)
+		self.Serving = false
+		value = p.encodeShared(self)
+	}
 	if own == nil || !bytes.Equal(own.value, value) || own.lease != p.leases[n.shard] {
 		c.claimPut = value
 	}
@@ -181,7 +250,7 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 	}
 	p.rankOlderLocked(c, c.name, ownCreated)
 	p.nestedCmpsLocked(c, own, ownCreated)
-	return true
+	return serve
 }
 
 // rankOlderLocked adds to c the other clusters' written claims on stored that
@@ -190,7 +259,7 @@ func (p *Publisher) claimLocked(n *name, c *change) bool {
 func (p *Publisher) rankOlderLocked(c *change, stored string, ownCreated int64) {
 	for _, e := range p.claims[stored] {
 		if e.owner != p.cfg.Owner && e.created != 0 && e.created < ownCreated {
-			c.ranked = append(c.ranked, rankedClaim{name: stored, owner: e.owner, modRev: e.modRev})
+			c.rank(stored, e)
 		}
 	}
 }
@@ -232,13 +301,18 @@ type toldDecision struct {
 
 // tellPending calls OnClaim for the decisions made since the last call.
 func (p *Publisher) tellPending() {
-	p.mu.Lock()
-	pending := p.pending
-	p.pending = nil
-	p.mu.Unlock()
-	for _, t := range pending {
+	for _, t := range takeLocked(&p.mu, &p.pending) {
 		p.cfg.OnClaim(t.stored, t.Decision)
 	}
+}
+
+// takeLocked empties a queue guarded by mu and returns what it held.
+func takeLocked[T any](mu *sync.Mutex, queue *[]T) []T {
+	mu.Lock()
+	defer mu.Unlock()
+	out := *queue
+	*queue = nil
+	return out
 }
 
 // loadClaims lists the claims at revision rev.

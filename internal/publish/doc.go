@@ -11,7 +11,8 @@
 // reads the view under its lock and writes to etcd.
 //
 // Clusters sharing an etcd claim the names they publish beside the records; which
-// of them publishes a name is decided by package arbitrate (see claims.go).
+// of them publishes a name is decided by package arbitrate (see claims.go), and
+// which of the clusters sharing a name answer it too (see share.go).
 //
 // A key is skylb's when its value is JSON whose "owner" is skylb's owner id. Keys of
 // other owners, hand-written keys and keys whose value is not JSON are never changed

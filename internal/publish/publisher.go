@@ -3,7 +3,6 @@ package publish
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -72,6 +71,16 @@ type Config struct {
 	// changes: granted, or refused with the owners holding it or a name
 	// nested with it. It is called without the Publisher's lock held.
 	OnClaim func(stored string, d arbitrate.Decision)
+	// OnShare, when set, is told whenever the decision on a name this
+	// cluster shares with others changes (see share.go), with the decision
+	// told before it (nil for the first): whether this cluster serves the
+	// name, which clusters answer it, whether it waits for its failback
+	// hold-down. It is called without the Publisher's lock held.
+	OnShare func(stored string, s arbitrate.Sharing, was *arbitrate.Sharing)
+	// FailbackHoldDown is how long a preferred cluster of a failover name,
+	// healthy again, waits before it takes the name back from a healthy
+	// cluster that answers it (see arbitrate.Share).
+	FailbackHoldDown time.Duration
 	// RecordExpiry, when set, attaches every key to an etcd lease of this TTL
 	// that the Publisher keeps alive (see lease.go): the keys of a cluster
 	// whose skylb stops renewing it expire.
@@ -125,6 +134,11 @@ type Stats struct {
 	Refused int64
 	// LeasesLost counts the record leases that expired under skylb.
 	LeasesLost int64
+	// TookOver and HandedOver count the times this cluster started and
+	// stopped serving a shared name it had claimed before, as committed;
+	// Standby is the number of shared names it claims and does not serve
+	// (see share.go).
+	TookOver, HandedOver, Standby int64
 	// HeldDeletes is the number of deletions the last full reconciliation held
 	// back under MaxDeleteRatio; 0 when it held none.
 	HeldDeletes int64
@@ -173,6 +187,13 @@ type Want struct {
 	// Unclaimed records are claimed by no cluster: every cluster keeps its
 	// own, like the apex guard of a zone they share.
 	Unclaimed bool
+	// Policy and Priority say how the clusters sharing the name answer it
+	// (a Shared name only; Policy "" is Balanced, Priority 0 the most
+	// preferred); Unhealthy says that every address of this cluster for
+	// the name fails its health checks (see share.go).
+	Policy    arbitrate.Policy
+	Priority  int
+	Unhealthy bool
 	// Observed is when the Kubernetes change behind it was seen, or zero.
 	Observed time.Time
 }
@@ -190,6 +211,9 @@ type name struct {
 	// shard is the name's lease shard (see lease.go), hashed once; beside
 	// the flags it takes no room.
 	shard uint8
+	// share is how this cluster takes part in answering the name, when it
+	// shares it (see share.go); nil otherwise.
+	share *shareState
 	// actual are skylb's keys beneath the name, sorted by key.
 	actual []entry
 }
@@ -286,6 +310,7 @@ type Publisher struct {
 	txns, puts, deletes, relists, held atomic.Int64
 	listErrs, watchErrs, txnErrs       atomic.Int64
 	refused, leasesLost                atomic.Int64
+	tookOver, handedOver, standby      atomic.Int64
 	noSpaceErrs                        atomic.Int64
 	noSpace                            atomic.Bool
 	lastSync                           atomic.Int64         // unix nanoseconds; see Stats.LastSync
@@ -304,6 +329,12 @@ type Publisher struct {
 	// claimValues are the values of this cluster's claim, unshared and
 	// shared (see encodeClaim).
 	claimValues [2][]byte
+	// sharings are the last decisions on the shared names (see share.go),
+	// pendingShares those not yet told to OnShare, and holds the names
+	// waiting for their failback hold-down to end.
+	sharings      map[string]arbitrate.Sharing
+	pendingShares []toldSharing
+	holds         map[string]hold
 
 	// leases are the leases the keys are written with, by shard: 0 without
 	// RecordExpiry, and while a shard holds none (see lease.go).
@@ -330,6 +361,8 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 		claims:       make(map[string][]claimEntry),
 		foreignBelow: make(map[string]nameSet),
 		verdicts:     make(map[string]arbitrate.Decision),
+		sharings:     make(map[string]arbitrate.Sharing),
+		holds:        make(map[string]hold),
 	}
 	if cfg.ClaimPrefix != "" {
 		p.claimDir = trimSlash(cfg.ClaimPrefix) + "/"
@@ -366,8 +399,9 @@ func (p *Publisher) Set(stored string, w Want) {
 		n = newName(stored)
 		p.names[stored] = n
 	}
+	shareChanged := setShareLocked(n, w, time.Now())
 	if (n.records == nil) == (records == nil) && slices.Equal(n.records, records) &&
-		n.shared == w.Shared && n.unclaimed == w.Unclaimed {
+		n.shared == w.Shared && n.unclaimed == w.Unclaimed && !shareChanged {
 		return
 	}
 	shared := p.sharesLocked(stored)
@@ -463,6 +497,7 @@ func (p *Publisher) Stats() Stats {
 		ListErrors: p.listErrs.Load(), WatchErrors: p.watchErrs.Load(), TxnErrors: p.txnErrs.Load(),
 		Relists: p.relists.Load(), HeldDeletes: p.held.Load(),
 		Refused: p.refused.Load(), LeasesLost: p.leasesLost.Load(),
+		TookOver: p.tookOver.Load(), HandedOver: p.handedOver.Load(), Standby: p.standby.Load(),
 		NoSpaceErrors: p.noSpaceErrs.Load(), NoSpace: p.noSpace.Load(),
 		LastSync: lastSync(p.lastSync.Load()),
 	}
@@ -531,9 +566,6 @@ func (p *Publisher) flushLoop(ctx context.Context) {
 		case <-p.wake:
 		}
 		err := p.flush(ctx)
-		if p.cfg.OnClaim != nil {
-			p.tellPending()
-		}
 		switch {
 		case err == nil:
 			if failing {
@@ -583,6 +615,9 @@ type change struct {
 	// before this cluster's on the name, and older ones on its ancestors.
 	claimsRev int64
 	ranked    []rankedClaim
+	// handover is 1 when the change has this cluster start serving a shared
+	// name it claimed before, -1 when it stops, 0 otherwise (see share.go).
+	handover int8
 }
 
 // rankedClaim is another cluster's claim a change was decided on, on the
@@ -590,6 +625,13 @@ type change struct {
 type rankedClaim struct {
 	name, owner string
 	modRev      int64
+}
+
+// rank adds to c the condition that the claim e on stored is unchanged, once.
+func (c *change) rank(stored string, e claimEntry) {
+	if !slices.ContainsFunc(c.ranked, func(r rankedClaim) bool { return r.name == stored && r.owner == e.owner }) {
+		c.ranked = append(c.ranked, rankedClaim{name: stored, owner: e.owner, modRev: e.modRev})
+	}
 }
 
 // counts returns the number of operations and of conditions of c.
@@ -714,6 +756,14 @@ func (p *Publisher) flush(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	// The decisions are told before the flush ends, so that WaitIdle
+	// returns once they have been.
+	if p.cfg.OnClaim != nil {
+		p.tellPending()
+	}
+	if p.cfg.OnShare != nil {
+		p.tellShares()
+	}
 	p.mu.Lock()
 	p.flushing = false
 	if failed == nil {
@@ -913,15 +963,20 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 			if own := p.ownClaimLocked(c.name); own != nil {
 				created = own.created
 			}
-			var v claimValue
-			_ = json.Unmarshal(c.claimPut, &v)
-			p.putClaimLocked(c.name, claimEntry{owner: p.cfg.Owner, value: c.claimPut, shared: v.Shared, created: created, modRev: rev, lease: c.lease})
+			shared, share := DecodeClaim(p.cfg.Owner, c.claimPut)
+			p.putClaimLocked(c.name, claimEntry{owner: p.cfg.Owner, value: c.claimPut, shared: shared, share: share, created: created, modRev: rev, lease: c.lease})
 		case c.claimDel:
 			p.removeClaimLocked(c.name, p.cfg.Owner)
 		}
 		for _, key := range c.dels {
 			n.put(entry{key: key, modRev: rev, deleted: true})
 			p.tombs = append(p.tombs, tomb{name: c.name, key: key, rev: rev})
+		}
+		switch c.handover {
+		case 1:
+			p.tookOver.Add(1)
+		case -1:
+			p.handedOver.Add(1)
 		}
 		p.puts.Add(int64(len(c.puts)))
 		var added []string

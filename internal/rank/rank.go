@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
@@ -33,6 +34,49 @@ type Result struct {
 	// Shared holds the stored names every object publishing them marks
 	// shared with other clusters.
 	Shared map[string]bool
+	// Clusters holds, for each shared stored name, how this cluster takes
+	// part in answering it (see arbitrate.Share).
+	Clusters map[string]Cluster
+}
+
+// Cluster is how this cluster takes part in answering a shared name.
+type Cluster struct {
+	// Policy is the one the name's objects name; Balanced when they name
+	// different ones. Priority is the most preferred (lowest) of theirs.
+	Policy   arbitrate.Policy
+	Priority int
+	// Healthy says that at least one of the name's objects has an address
+	// that passes its health checks: not every one fails open.
+	Healthy bool
+}
+
+// clusterOf returns how this cluster answers a shared name granted to
+// claims, and adds a problem to each of them when they name different
+// policies.
+func clusterOf(claims []claim, problems map[string][]source.Problem) Cluster {
+	c := Cluster{Policy: claims[0].pub.ClusterPolicy, Priority: claims[0].pub.ClusterPriority}
+	disagree := false
+	for _, cl := range claims {
+		c.Priority = min(c.Priority, cl.pub.ClusterPriority)
+		c.Healthy = c.Healthy || !cl.pub.Unhealthy
+		disagree = disagree || cl.pub.ClusterPolicy != c.Policy
+	}
+	if !disagree {
+		return c
+	}
+	var named []string
+	for _, cl := range claims {
+		named = append(named, cl.pub.Source+" "+string(cl.pub.ClusterPolicy))
+	}
+	for _, cl := range claims {
+		addProblem(problems, cl.pub.Source, source.Problem{
+			Reason: source.ReasonClusterPolicyConflict,
+			Message: fmt.Sprintf("hostname %s: the objects publishing it name different %s (%s); using %s",
+				cl.name.Name, source.AnnotationClusterPolicy, strings.Join(named, ", "), arbitrate.Balanced),
+		})
+	}
+	c.Policy = arbitrate.Balanced
+	return c
 }
 
 // NewIndex returns an empty Index that publishes at most maxAddrs addresses per
@@ -153,7 +197,7 @@ func compareClaims(a, b claim) int {
 func (x *Index) Resolve(group string) Result {
 	res := Result{
 		Records: make(map[string][]skydns.Record), Problems: make(map[string][]source.Problem),
-		Granted: make(map[string][]string), Shared: make(map[string]bool),
+		Granted: make(map[string][]string), Shared: make(map[string]bool), Clusters: make(map[string]Cluster),
 	}
 	for name := range x.published[group] {
 		res.Records[name] = nil
@@ -204,14 +248,20 @@ func (x *Index) Resolve(group string) Result {
 		recs := records(stored, granted[stored], x.maxAddrs, res.Problems)
 		res.Records[stored] = recs
 		shared := !slices.ContainsFunc(granted[stored], func(c claim) bool { return !c.pub.Shared })
+		var cluster Cluster
 		if shared {
 			res.Shared[stored] = true
+			cluster = clusterOf(granted[stored], res.Problems)
+			res.Clusters[stored] = cluster
 		}
+		// The SRV records beneath a shared name follow it: each cluster
+		// decides on them as on the name.
 		for srvName, srv := range srvRecords(stored, granted[stored], recs) {
 			names[srvName] = struct{}{}
 			res.Records[srvName] = srv
 			if shared {
 				res.Shared[srvName] = true
+				res.Clusters[srvName] = cluster
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
@@ -942,5 +943,85 @@ func TestSharedOnlyWhenEveryObjectShares(t *testing.T) {
 	x.Update(b.Source, b)
 	if got := x.Resolve("shop.example.org").Shared; got["www.shop.example.org"] {
 		t.Errorf("Shared = %v with one of two objects not shared", got)
+	}
+}
+
+func TestClusters(t *testing.T) {
+	type obj struct {
+		src       string
+		policy    arbitrate.Policy
+		priority  int
+		unhealthy bool
+	}
+	tests := []struct {
+		name     string
+		objs     []obj
+		want     Cluster
+		problems []string // sources told of a policy conflict
+	}{
+		{
+			name: "one object",
+			objs: []obj{{src: "service/shop/a", policy: arbitrate.Failover, priority: 10}},
+			want: Cluster{Policy: arbitrate.Failover, Priority: 10, Healthy: true},
+		},
+		{
+			name: "one object failing open",
+			objs: []obj{{src: "service/shop/a", policy: arbitrate.Balanced, priority: 100, unhealthy: true}},
+			want: Cluster{Policy: arbitrate.Balanced, Priority: 100},
+		},
+		{
+			name: "healthy while one object has a healthy address",
+			objs: []obj{
+				{src: "service/shop/a", policy: arbitrate.Failover, priority: 20, unhealthy: true},
+				{src: "ingress/shop/b", policy: arbitrate.Failover, priority: 10},
+			},
+			want: Cluster{Policy: arbitrate.Failover, Priority: 10, Healthy: true},
+		},
+		{
+			name: "objects naming different policies: balanced, and both told",
+			objs: []obj{
+				{src: "service/shop/a", policy: arbitrate.Failover, priority: 10},
+				{src: "ingress/shop/b", policy: arbitrate.Balanced, priority: 100},
+			},
+			want:     Cluster{Policy: arbitrate.Balanced, Priority: 10, Healthy: true},
+			problems: []string{"ingress/shop/b", "service/shop/a"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := NewIndex(0)
+			for i, o := range tt.objs {
+				p := pub(o.src, i, names("www.shop.example.org"), addrs(fmt.Sprintf("192.0.2.%d", i+1)), func(p *source.Publication) {
+					p.Shared, p.ClusterPolicy, p.ClusterPriority, p.Unhealthy = true, o.policy, o.priority, o.unhealthy
+					p.Ports = []source.Port{{Name: "http", Protocol: "tcp", Number: 80}}
+				})
+				x.Update(p.Source, p)
+			}
+			res := x.Resolve("shop.example.org")
+			if diff := gocmp.Diff(tt.want, res.Clusters["www.shop.example.org"]); diff != "" {
+				t.Errorf("Clusters mismatch (-want +got):\n%s", diff)
+			}
+			if got := res.Clusters["_http._tcp.www.shop.example.org"]; got != tt.want {
+				t.Errorf("Clusters of the SRV name = %+v, want those of the name, %+v", got, tt.want)
+			}
+			var told []string
+			for src, ps := range res.Problems {
+				if slices.ContainsFunc(ps, func(p source.Problem) bool { return p.Reason == source.ReasonClusterPolicyConflict }) {
+					told = append(told, src)
+				}
+			}
+			slices.Sort(told)
+			if !slices.Equal(told, tt.problems) {
+				t.Errorf("sources told of a policy conflict = %q, want %q", told, tt.problems)
+			}
+		})
+	}
+
+	// An unshared name has none.
+	x := NewIndex(0)
+	p := pub("service/shop/a", 1, names("www.shop.example.org"), addrs("192.0.2.1"))
+	x.Update(p.Source, p)
+	if got := x.Resolve("shop.example.org").Clusters; len(got) != 0 {
+		t.Errorf("Clusters = %v for an unshared name, want none", got)
 	}
 }

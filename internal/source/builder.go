@@ -12,6 +12,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/health"
 )
@@ -23,6 +24,12 @@ const (
 	// AnnotationShared "true" lets other clusters publishing into the same
 	// etcd publish the object's names too, when they mark theirs shared.
 	AnnotationShared = "skylb.io/shared"
+	// AnnotationClusterPolicy says how the clusters sharing the object's
+	// names answer them: balanced or failover (see arbitrate.Share).
+	AnnotationClusterPolicy = "skylb.io/cluster-policy"
+	// AnnotationClusterPriority is this cluster's priority for the object's
+	// shared names, lower preferred: 0 to 65535, as SRV priorities.
+	AnnotationClusterPriority = "skylb.io/cluster-priority"
 )
 
 // Annotations of external-dns, read so that its users can switch without editing objects.
@@ -266,8 +273,29 @@ func (b *Builder) newPublication(kind string, meta *metav1.ObjectMeta, ref corev
 			p.problem(ReasonInvalidAnnotation, "annotation %s: %q is not true or false; the names are not shared", AnnotationShared, v)
 		}
 	}
+	p.ClusterPolicy, p.ClusterPriority = arbitrate.Balanced, arbitrate.DefaultPriority
+	if v, ok := meta.Annotations[AnnotationClusterPolicy]; ok {
+		switch pol := arbitrate.Policy(strings.ToLower(strings.TrimSpace(v))); pol {
+		case arbitrate.Balanced, arbitrate.Failover:
+			p.ClusterPolicy = pol
+		default:
+			p.problem(ReasonInvalidAnnotation, "annotation %s: %q is neither balanced nor failover; using balanced", AnnotationClusterPolicy, v)
+		}
+	}
+	if v, ok := meta.Annotations[AnnotationClusterPriority]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 || n > MaxClusterPriority {
+			p.problem(ReasonInvalidAnnotation, "annotation %s: %q is not a number from 0 to %d; using %d",
+				AnnotationClusterPriority, v, MaxClusterPriority, arbitrate.DefaultPriority)
+		} else {
+			p.ClusterPriority = n
+		}
+	}
 	return p
 }
+
+// MaxClusterPriority is the largest cluster priority, that of SRV records.
+const MaxClusterPriority = 65535
 
 func (b *Builder) addAnnotatedNames(p *Publication, annotations map[string]string) {
 	for _, key := range append([]string{AnnotationHostname}, externalDNSHostnames...) {

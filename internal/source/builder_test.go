@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/dnsname"
 )
 
@@ -34,7 +35,7 @@ func diffPub(want, got *Publication) string {
 
 var pubOpts = cmp.Options{
 	cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
-	cmpopts.IgnoreFields(pubFields{}, "Ref", "Mode", "Health", "HealthPort", "Select"),
+	cmpopts.IgnoreFields(pubFields{}, "Ref", "Mode", "Health", "HealthPort", "Select", "ClusterPolicy", "ClusterPriority"),
 	cmpopts.IgnoreFields(Problem{}, "Message"),
 	cmpopts.EquateEmpty(),
 }
@@ -723,6 +724,10 @@ func TestPublicationEqual(t *testing.T) {
 		{name: "address", change: func(p *Publication) *Publication { p.Addresses[0] = netip.MustParseAddr("192.0.2.11"); return p }},
 		{name: "target", change: func(p *Publication) *Publication { p.Targets = nil; return p }},
 		{name: "problem", change: func(p *Publication) *Publication { p.Problems[0].Message += "!"; return p }},
+		{name: "shared", change: func(p *Publication) *Publication { p.Shared = true; return p }},
+		{name: "unhealthy", change: func(p *Publication) *Publication { p.Unhealthy = true; return p }},
+		{name: "cluster policy", change: func(p *Publication) *Publication { p.ClusterPolicy = arbitrate.Failover; return p }},
+		{name: "cluster priority", change: func(p *Publication) *Publication { p.ClusterPriority = 10; return p }},
 		{name: "nil", change: func(*Publication) *Publication { return nil }},
 	}
 	for _, tt := range tests {
@@ -844,6 +849,75 @@ func TestServiceSharedAndClusterLabel(t *testing.T) {
 				t.Errorf("Service mismatch (-want +got):\n%s", diff)
 			}
 			checkProblemMessages(t, tt.want, got)
+		})
+	}
+}
+
+func TestServiceClusterPolicy(t *testing.T) {
+	b := NewBuilder(testConfig, Listers{})
+	tests := []struct {
+		name        string
+		annotations []string
+		policy      arbitrate.Policy
+		priority    int
+		problem     string
+	}{
+		{name: "defaults", policy: arbitrate.Balanced, priority: arbitrate.DefaultPriority},
+		{
+			name:        "failover with a priority",
+			annotations: []string{AnnotationClusterPolicy, "Failover", AnnotationClusterPriority, " 10 "},
+			policy:      arbitrate.Failover, priority: 10,
+		},
+		{
+			name:        "priority 0 is the most preferred",
+			annotations: []string{AnnotationClusterPolicy, "failover", AnnotationClusterPriority, "0"},
+			policy:      arbitrate.Failover, priority: 0,
+		},
+		{
+			name:        "balanced",
+			annotations: []string{AnnotationClusterPolicy, "balanced", AnnotationClusterPriority, "65535"},
+			policy:      arbitrate.Balanced, priority: 65535,
+		},
+		{
+			name:        "an unknown policy is balanced",
+			annotations: []string{AnnotationClusterPolicy, "weighted", AnnotationClusterPriority, "20"},
+			policy:      arbitrate.Balanced, priority: 20, problem: AnnotationClusterPolicy,
+		},
+		{
+			name:        "a priority out of range is the default",
+			annotations: []string{AnnotationClusterPolicy, "failover", AnnotationClusterPriority, "65536"},
+			policy:      arbitrate.Failover, priority: arbitrate.DefaultPriority, problem: AnnotationClusterPriority,
+		},
+		{
+			name:        "a negative priority is the default",
+			annotations: []string{AnnotationClusterPriority, "-1"},
+			policy:      arbitrate.Balanced, priority: arbitrate.DefaultPriority, problem: AnnotationClusterPriority,
+		},
+		{
+			name:        "a priority that is no number is the default",
+			annotations: []string{AnnotationClusterPriority, "first"},
+			policy:      arbitrate.Balanced, priority: arbitrate.DefaultPriority, problem: AnnotationClusterPriority,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := b.Service(newService("shop", "web", annotate(append([]string{AnnotationShared, "true"}, tt.annotations...)...)))
+			if p.ClusterPolicy != tt.policy || p.ClusterPriority != tt.priority {
+				t.Errorf("Service() cluster policy, priority = %q, %d; want %q, %d", p.ClusterPolicy, p.ClusterPriority, tt.policy, tt.priority)
+			}
+			var want []Problem
+			if tt.problem != "" {
+				want = []Problem{problem(ReasonInvalidAnnotation, tt.problem)}
+			}
+			if diff := cmp.Diff(want, p.Problems, cmpopts.IgnoreFields(Problem{}, "Message"), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Problems mismatch (-want +got):\n%s", diff)
+			}
+			if len(p.Problems) == 1 && !strings.Contains(p.Problems[0].Message, tt.problem) {
+				t.Errorf("Problems[0].Message = %q, want it to name %s", p.Problems[0].Message, tt.problem)
+			}
+			if !p.Shared {
+				t.Errorf("Service() Shared = false; an invalid cluster annotation must not lose the sharing")
+			}
 		})
 	}
 }

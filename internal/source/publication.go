@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/health"
 )
@@ -31,6 +32,10 @@ type Publication struct {
 	// Shared lets other clusters publish the object's names too (see
 	// AnnotationShared).
 	Shared bool
+	// ClusterPolicy and ClusterPriority say how the clusters sharing the
+	// object's names answer them (see AnnotationClusterPolicy).
+	ClusterPolicy   arbitrate.Policy
+	ClusterPriority int
 	// Ports are the named ports published as SRV records beneath each name.
 	Ports []Port
 
@@ -42,6 +47,9 @@ type Publication struct {
 	HealthPort int
 	// Select is how many healthy addresses are published.
 	Select health.Mode
+	// Unhealthy is set when every address failed its health check and all
+	// are published anyway (fail open).
+	Unhealthy bool
 	// WriteStatus says that skylb implements the Service and Status is the
 	// status.loadBalancer.ingress it should have.
 	WriteStatus bool
@@ -77,6 +85,9 @@ const (
 	ReasonAddressRefused    = "AddressRefused"
 	ReasonTooManyNames      = "TooManyNames"
 	ReasonTooManyAddresses  = "TooManyAddresses"
+	// ReasonClusterPolicyConflict is told when the objects publishing a
+	// shared name, in one cluster or in several, name different policies.
+	ReasonClusterPolicyConflict = "ClusterPolicyConflict"
 	// ReasonAddressesChanged is the Normal Event of a status skylb wrote.
 	ReasonAddressesChanged = "AddressesChanged"
 )
@@ -93,7 +104,8 @@ func (p *Publication) Equal(q *Publication) bool {
 		slices.Equal(p.Targets, q.Targets) && slices.Equal(p.Problems, q.Problems) &&
 		slices.Equal(p.Ports, q.Ports) &&
 		p.Mode == q.Mode && p.WriteStatus == q.WriteStatus && StatusEqual(p.Status, q.Status) &&
-		p.Health == q.Health && p.HealthPort == q.HealthPort && p.Select == q.Select
+		p.Health == q.Health && p.HealthPort == q.HealthPort && p.Select == q.Select && p.Unhealthy == q.Unhealthy &&
+		p.Shared == q.Shared && p.ClusterPolicy == q.ClusterPolicy && p.ClusterPriority == q.ClusterPriority
 }
 
 // HealthTargets returns what to probe: every address with the health check's port.

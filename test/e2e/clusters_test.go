@@ -33,7 +33,9 @@ type site struct {
 // expiry is the --record-expiry of the sites' skylb.
 const expiry = 10 * time.Second
 
-func startSite(t *testing.T, owner, addr string) *site {
+// startSite starts the API server and the skylb of a site, with the extra
+// flags of skylb.
+func startSite(t *testing.T, owner, addr string, extra ...string) *site {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -41,10 +43,10 @@ func startSite(t *testing.T, owner, addr string) *site {
 	if err != nil {
 		t.Fatalf("start cluster %s: %v", owner, err)
 	}
-	s := &site{Cluster: c, owner: owner, addr: addr, args: []string{
+	s := &site{Cluster: c, owner: owner, addr: addr, args: append([]string{
 		"--kubeconfig=" + c.Kubeconfig, "--owner-id=" + owner, "--record-expiry=" + expiry.String(),
 		"--cluster-label", "--resync-interval=1m", "--log-level=debug",
-	}}
+	}, extra...)}
 	s.start(t)
 	if _, err := c.Kube.CoreV1().Namespaces().Create(ctxT(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace shop in %s: %v", owner, err)
@@ -69,21 +71,28 @@ func (s *site) start(t *testing.T) {
 // site's address in its status, publishing host, shared or not.
 func (s *site) publish(t *testing.T, name, host string, shared bool) {
 	t.Helper()
+	s.publishService(t, name, map[string]string{"skylb.io/hostname": host, "skylb.io/shared": fmt.Sprint(shared)}, 80, s.addr)
+}
+
+// publishService creates a LoadBalancer Service of another implementation,
+// with annotations, one port and ips in its status.
+func (s *site) publishService(t *testing.T, name string, annotations map[string]string, port int32, ips ...string) {
+	t.Helper()
 	class := "metallb.io/metallb"
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Annotations: map[string]string{
-			"skylb.io/hostname": host, "skylb.io/shared": fmt.Sprint(shared),
-		}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Annotations: annotations},
 		Spec: corev1.ServiceSpec{
 			Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: &class,
-			Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}},
+			Ports: []corev1.ServicePort{{Name: "http", Port: port, Protocol: corev1.ProtocolTCP}},
 		},
 	}
 	svc, err := s.Kube.CoreV1().Services("shop").Create(ctxT(t), svc, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create service %s in %s: %v", name, s.owner, err)
 	}
-	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: s.addr}}
+	for _, ip := range ips {
+		svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+	}
 	if _, err := s.Kube.CoreV1().Services("shop").UpdateStatus(ctxT(t), svc, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("write status of %s in %s: %v", name, s.owner, err)
 	}
