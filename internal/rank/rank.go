@@ -261,7 +261,8 @@ func ancestors(n dnsname.Placed) []string {
 }
 
 // records merges the granted claims of one name into its records. Addresses win
-// over CNAME targets, and a name has at most one CNAME. All records of a name get
+// over CNAME targets, a name has at most one CNAME, and never one to itself or
+// a name beneath it. All records of a name get
 // the smallest TTL among its claims, since an RRset has one TTL.
 func records(stored string, claims []claim, maxAddrs int, problems map[string][]source.Problem) []skydns.Record {
 	ttl := claims[0].pub.TTL
@@ -305,6 +306,15 @@ func records(stored string, claims []claim, maxAddrs int, problems map[string][]
 	var out []skydns.Record
 	for _, c := range claims {
 		for _, t := range c.pub.Targets {
+			if dnsname.IsWithin(t, c.name.Name) {
+				// CoreDNS skips a CNAME to the name itself or beneath it
+				// as a loop: the name would answer nothing.
+				addProblem(problems, c.pub.Source, source.Problem{
+					Reason:  source.ReasonCNAMELoop,
+					Message: fmt.Sprintf("hostname %s is not published as a CNAME to %s: the target is the name itself or lies beneath it, a loop", c.name.Name, t),
+				})
+				continue
+			}
 			if out == nil {
 				out = []skydns.Record{{Name: stored, Host: t, TTL: ttl, Source: c.pub.Source}}
 				continue
