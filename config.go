@@ -188,6 +188,9 @@ func (o *options) sourceConfig(zones dnsname.Zones) (source.Config, error) {
 			return cfg, fmt.Errorf("--ingress-service: %q is not namespace/name", o.ingressService)
 		}
 	}
+	if cfg.ExternalNames, err = source.ParseExternalNames(o.externalNames); err != nil {
+		return cfg, fmt.Errorf("--external-name-services: %w", err)
+	}
 	if cfg.Filter.Denied, err = source.ParseCIDRs(o.deniedCIDRs); err != nil {
 		return cfg, fmt.Errorf("--denied-cidrs: %w", err)
 	}

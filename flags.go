@@ -29,6 +29,7 @@ type options struct {
 	lbClass          string
 	nodeAddrTypes    []string
 	ingressService   string
+	externalNames    string
 	httpAddress      string
 	deniedCIDRs      []string
 	allowedCIDRs     []string
@@ -82,6 +83,7 @@ func flags(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.lbClass, "load-balancer-class", "", "implement LoadBalancer Services of this class; empty means those without a class")
 	fs.StringSliceVar(&o.nodeAddrTypes, "node-address-types", []string{"ExternalIP", "InternalIP"}, "node address types to publish, in order of preference")
 	fs.StringVar(&o.ingressService, "ingress-service", "", "namespace/name of the ingress controller's Service; Ingresses without a status get its addresses")
+	fs.StringVar(&o.externalNames, "external-name-services", string(source.ExternalNamesAnnotated), "which ExternalName Services are published as a CNAME to their external name: annotated (those with a hostname annotation), all or none")
 	var denied []string
 	for _, p := range source.DefaultDeniedCIDRs {
 		denied = append(denied, p.String())

@@ -234,8 +234,8 @@ func labelsRead(z *ZoneConfig) (keys map[string]bool, all bool) {
 // before objects enter the caches, where it would otherwise make up most of
 // skylb's memory: managed fields, kubectl's copy of the applied object, owner
 // references, the labels of Services, EndpointSlices and Ingresses but for
-// those read (see labelsRead), the Service spec but for type, class, IP families
-// and the name, number and protocol of each port, Ingress paths and backends, EndpointSlice topology and
+// those read (see labelsRead), the Service spec but for type, class, IP families,
+// external name and the name, number and protocol of each port, Ingress paths and backends, EndpointSlice topology and
 // target references, the Node status but for addresses and conditions, the
 // rules of routes, the parent statuses of routes but for acceptance, and of
 // Gateways all but their listeners' names, hostnames, ports, protocols and
@@ -274,6 +274,7 @@ func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
 			o.Labels = keepLabels(o.Labels, "")
 			spec := corev1.ServiceSpec{
 				Type: o.Spec.Type, LoadBalancerClass: o.Spec.LoadBalancerClass, IPFamilies: o.Spec.IPFamilies,
+				ExternalName: o.Spec.ExternalName,
 			}
 			// The first port is health-checked and matched in EndpointSlices;
 			// every named port is published as SRV records.

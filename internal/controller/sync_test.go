@@ -144,6 +144,34 @@ func TestSyncDecision(t *testing.T) {
 			want: controller.Decision{Status: map[string][]string{"shop/web": {}}},
 		},
 		{
+			name: "an ExternalName Service with a hostname annotation: a CNAME, and no status",
+			objects: []runtime.Object{annotated(externalNameService("shop", "db", "db.example.net"),
+				source.AnnotationHostname, "db.example.com")},
+			key: "service/shop/db",
+			want: controller.Decision{
+				Records: []string{"db.example.com db.example.net", "db.shop.example.org db.example.net"},
+				Events:  []string{"Normal Published: published db.example.com, db.shop.example.org: CNAME db.example.net"},
+			},
+		},
+		{
+			name:    "an ExternalName Service without a hostname annotation",
+			objects: []runtime.Object{externalNameService("shop", "db", "db.example.net")},
+			key:     "service/shop/db",
+		},
+		{
+			name: "an ExternalName Service pointing beneath its own name",
+			objects: []runtime.Object{annotated(externalNameService("shop", "db", "a.db.shop.example.org"),
+				source.AnnotationHostname, "")},
+			key: "service/shop/db",
+			want: controller.Decision{
+				Records: []string{"db.shop.example.org -"},
+				Events: []string{
+					"Normal Published: published db.shop.example.org: CNAME a.db.shop.example.org",
+					"Warning CNAMELoop: hostname db.shop.example.org is not published as a CNAME to a.db.shop.example.org",
+				},
+			},
+		},
+		{
 			name: "a malformed hostname annotation",
 			cfg:  statusMode,
 			objects: []runtime.Object{annotated(lbService("shop", "web", t0, "192.0.2.10"),
@@ -280,6 +308,12 @@ func TestSyncDecision(t *testing.T) {
 			}
 		})
 	}
+}
+
+func externalNameService(ns, name, target string) *corev1.Service {
+	svc := lbService(ns, name, t0)
+	svc.Spec.Type, svc.Spec.ExternalName = corev1.ServiceTypeExternalName, target
+	return svc
 }
 
 // clone copies objects, so that each case appends to its own list.
