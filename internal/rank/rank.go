@@ -18,6 +18,7 @@ type Index struct {
 	pubs      map[string]*source.Publication // by source
 	members   map[string]map[string]struct{} // group -> sources with a name in it
 	published map[string]map[string]struct{} // group -> stored names of its last resolution
+	rev       reverse                        // the published addresses in reverse zones (see reverse.go)
 }
 
 // Result is the outcome of resolving one group.
@@ -33,6 +34,10 @@ type Result struct {
 	// Shared holds the stored names every object publishing them marks
 	// shared with other clusters.
 	Shared map[string]bool
+	// Follows maps the reverse name of each PTR record in Records to the
+	// stored name it points to: the PTR record may exist only while that
+	// name is published (see reverse.go).
+	Follows map[string]string
 }
 
 // NewIndex returns an empty Index that publishes at most maxAddrs addresses per
@@ -46,6 +51,7 @@ func NewIndex(maxAddrs int) *Index {
 		pubs:      make(map[string]*source.Publication),
 		members:   make(map[string]map[string]struct{}),
 		published: make(map[string]map[string]struct{}),
+		rev:       reverse{byName: make(map[string][]netip.Addr), byAddr: make(map[netip.Addr]*publishers)},
 	}
 }
 
@@ -149,11 +155,12 @@ func compareClaims(a, b claim) int {
 	)
 }
 
-// Resolve grants the claims of a group and computes the records of its names.
+// Resolve grants the claims of a group and computes the records of its names,
+// and the PTR records of the addresses whose names changed.
 func (x *Index) Resolve(group string) Result {
 	res := Result{
 		Records: make(map[string][]skydns.Record), Problems: make(map[string][]source.Problem),
-		Granted: make(map[string][]string), Shared: make(map[string]bool),
+		Granted: make(map[string][]string), Shared: make(map[string]bool), Follows: make(map[string]string),
 	}
 	for name := range x.published[group] {
 		res.Records[name] = nil
@@ -220,6 +227,7 @@ func (x *Index) Resolve(group string) Result {
 	} else {
 		x.published[group] = names
 	}
+	x.updateReverse(&res)
 	return res
 }
 
