@@ -31,6 +31,15 @@ func (o *options) config() (app.Config, error) {
 	if err != nil {
 		return app.Config{}, fmt.Errorf("--zone: %w", err)
 	}
+	for _, z := range zones {
+		if dnsname.IsReverse(z) {
+			return app.Config{}, fmt.Errorf("--zone: %s is a reverse zone: give it as a CIDR with --reverse-zone", z)
+		}
+	}
+	reverse, err := dnsname.ParseReverseZones(o.reverseZones)
+	if err != nil {
+		return app.Config{}, fmt.Errorf("--reverse-zone: %w", err)
+	}
 	if !dnsname.IsLabel(o.owner) || len(o.owner) > skydns.MaxOwnerLength {
 		return app.Config{}, fmt.Errorf("--owner-id: %q must be a DNS label of at most %d characters", o.owner, skydns.MaxOwnerLength)
 	}
@@ -109,6 +118,7 @@ func (o *options) config() (app.Config, error) {
 		NoEndpointsGrace: o.noEndpointsGrace,
 		StartGCPercent:   startGCPercent(),
 		Zone:             zoneCfg,
+		ReverseZones:     reverse,
 		Once:             o.once,
 		Prefix:           strings.TrimRight(o.prefix, "/"),
 		Owner:            o.owner,

@@ -33,6 +33,7 @@ import (
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
+	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/health"
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/rank"
@@ -72,6 +73,9 @@ type Config struct {
 	// Zone, when set, has the controller keep the records of the zones
 	// themselves: their nameservers and the apex guard.
 	Zone *ZoneConfig
+	// ReverseZones are the reverse zones where the published addresses get
+	// PTR records (see package rank); none publishes none.
+	ReverseZones []dnsname.ReverseZone
 	// Gateway, when set, is the Gateway API client: Gateways, HTTPRoutes,
 	// GRPCRoutes and TLSRoutes are published once discovery says their CRDs
 	// are served, asked again every GatewayPoll (a minute when 0).
@@ -182,7 +186,7 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		statusQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb-status"}),
-		index:     rank.NewIndex(cfg.Source.MaxAddresses),
+		index:     newIndex(cfg),
 		conflict:  make(map[string]map[string][]source.Problem),
 		reported:  make(map[string][]source.Problem),
 		granted:   make(map[string]map[string][]string),
@@ -203,6 +207,13 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		c.handleNameservers(svcInformer.Informer(), sliceInformer.Informer(), nodeInformer.Informer())
 	}
 	return c
+}
+
+// newIndex returns the ranking index of cfg.
+func newIndex(cfg Config) *rank.Index {
+	x := rank.NewIndex(cfg.Source.MaxAddresses)
+	x.SetReverseZones(cfg.ReverseZones)
+	return x
 }
 
 // transform returns the informers' transform for the labels read with z.
@@ -643,9 +654,14 @@ func (c *Controller) decideAll(keys []string) (outcome, error) {
 		order = append(order, g)
 	}
 	slices.Sort(order)
+	var earliest time.Time
 	for _, g := range order {
 		c.resolveLocked(&out, g, groups[g], touched)
+		if t := groups[g]; !t.IsZero() && (earliest.IsZero() || t.Before(earliest)) {
+			earliest = t
+		}
 	}
+	c.reverseLocked(&out, earliest)
 	for s := range touched {
 		c.reportLocked(&out, s)
 	}
@@ -775,6 +791,7 @@ func (c *Controller) sync(_ context.Context, key string) (outcome, error) {
 	for _, g := range c.index.Update(key, pub) {
 		c.resolveLocked(&out, g, observed, touched)
 	}
+	c.reverseLocked(&out, observed)
 	for s := range touched {
 		c.reportLocked(&out, s)
 	}
@@ -846,6 +863,15 @@ func (c *Controller) resolveLocked(out *outcome, g string, observed time.Time, t
 		delete(c.granted, g)
 	} else {
 		c.granted[g] = res.Granted
+	}
+}
+
+// reverseLocked adds to out the PTR records whose choice the groups resolved
+// since the last call changed.
+func (c *Controller) reverseLocked(out *outcome, observed time.Time) {
+	records, follows := c.index.Reverse()
+	for name, recs := range records {
+		out.records = append(out.records, wanted{stored: name, want: publish.Want{Records: recs, Follows: follows[name], Observed: observed}})
 	}
 }
 

@@ -51,6 +51,7 @@ func TestSyncDecision(t *testing.T) {
 	tests := []struct {
 		name    string
 		cfg     source.Config // zones, TTL and namespaces are filled in
+		reverse []string      // reverse zones
 		grace   time.Duration // Config.NoEndpointsGrace
 		objects []runtime.Object
 		// synced are synced first, in order, their decisions dropped;
@@ -172,6 +173,50 @@ func TestSyncDecision(t *testing.T) {
 			},
 		},
 		{
+			name:    "addresses in a reverse zone get PTR records, to the name a person gave",
+			cfg:     statusMode,
+			reverse: []string{"192.0.2.0/24"},
+			objects: []runtime.Object{annotated(lbService("shop", "web", t0, "192.0.2.10", "198.51.100.10"),
+				source.AnnotationHostname, "www.example.org")},
+			key: "service/shop/web",
+			want: controller.Decision{
+				Records: []string{
+					"10.2.0.192.in-addr.arpa www.example.org follows www.example.org",
+					"web.shop.example.org 192.0.2.10", "web.shop.example.org 198.51.100.10",
+					"www.example.org 192.0.2.10", "www.example.org 198.51.100.10",
+				},
+				Events: []string{"Normal Published: published web.shop.example.org, www.example.org: 192.0.2.10, 198.51.100.10"},
+			},
+		},
+		{
+			name:    "the name refused: no PTR record for its address",
+			cfg:     statusMode,
+			reverse: []string{"203.0.113.0/24"},
+			objects: []runtime.Object{older, newer},
+			synced:  []string{"service/team-a/web"},
+			key:     "service/team-b/web",
+			want: controller.Decision{
+				Records: []string{
+					"1.113.0.203.in-addr.arpa web.team-b.example.org follows web.team-b.example.org",
+					"web.team-b.example.org 203.0.113.1", "www.example.org 192.0.2.1",
+				},
+				Events: []string{
+					"Normal Published: published web.team-b.example.org: 203.0.113.1",
+					"Warning HostnameConflict: hostname www.example.org is not published",
+				},
+			},
+		},
+		{
+			name:    "a deleted Service takes its PTR record with it",
+			cfg:     statusMode,
+			reverse: []string{"192.0.2.0/24"},
+			objects: []runtime.Object{lbService("shop", "web", t0, "192.0.2.10")},
+			synced:  []string{"service/shop/web"},
+			deleted: []runtime.Object{lbService("shop", "web", t0, "192.0.2.10")},
+			key:     "service/shop/web",
+			want:    controller.Decision{Records: []string{"10.2.0.192.in-addr.arpa -", "web.shop.example.org -"}},
+		},
+		{
 			name: "a malformed hostname annotation",
 			cfg:  statusMode,
 			objects: []runtime.Object{annotated(lbService("shop", "web", t0, "192.0.2.10"),
@@ -280,7 +325,11 @@ func TestSyncDecision(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := tt.cfg
 			cfg.Zones, cfg.TTL, cfg.DefaultNamespace, cfg.ApexNamespaces = zones, 30, "default", []string{"default"}
-			c, err := controller.NewOnListers(controller.Config{Source: cfg, NoEndpointsGrace: tt.grace, Log: quietLog()}, tt.objects...)
+			reverse, err := dnsname.ParseReverseZones(tt.reverse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := controller.NewOnListers(controller.Config{Source: cfg, ReverseZones: reverse, NoEndpointsGrace: tt.grace, Log: quietLog()}, tt.objects...)
 			if err != nil {
 				t.Fatal(err)
 			}

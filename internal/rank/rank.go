@@ -34,10 +34,6 @@ type Result struct {
 	// Shared holds the stored names every object publishing them marks
 	// shared with other clusters.
 	Shared map[string]bool
-	// Follows maps the reverse name of each PTR record in Records to the
-	// stored name it points to: the PTR record may exist only while that
-	// name is published (see reverse.go).
-	Follows map[string]string
 }
 
 // NewIndex returns an empty Index that publishes at most maxAddrs addresses per
@@ -51,7 +47,10 @@ func NewIndex(maxAddrs int) *Index {
 		pubs:      make(map[string]*source.Publication),
 		members:   make(map[string]map[string]struct{}),
 		published: make(map[string]map[string]struct{}),
-		rev:       reverse{byName: make(map[string][]netip.Addr), byAddr: make(map[netip.Addr]*publishers)},
+		rev: reverse{
+			byName: make(map[string][]netip.Addr), byAddr: make(map[netip.Addr]*publishers),
+			touched: make(map[netip.Addr]was),
+		},
 	}
 }
 
@@ -155,12 +154,12 @@ func compareClaims(a, b claim) int {
 	)
 }
 
-// Resolve grants the claims of a group and computes the records of its names,
-// and the PTR records of the addresses whose names changed.
+// Resolve grants the claims of a group and computes the records of its
+// names; the PTR records of their addresses come from Reverse.
 func (x *Index) Resolve(group string) Result {
 	res := Result{
 		Records: make(map[string][]skydns.Record), Problems: make(map[string][]source.Problem),
-		Granted: make(map[string][]string), Shared: make(map[string]bool), Follows: make(map[string]string),
+		Granted: make(map[string][]string), Shared: make(map[string]bool),
 	}
 	for name := range x.published[group] {
 		res.Records[name] = nil

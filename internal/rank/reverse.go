@@ -38,6 +38,9 @@ type reverse struct {
 	byName map[string][]netip.Addr
 	// byAddr holds, by address, the names publishing it.
 	byAddr map[netip.Addr]*publishers
+	// touched holds the addresses resolutions changed since the last
+	// Reverse, with their best candidacy before.
+	touched map[netip.Addr]was
 }
 
 // publishers are the names publishing one address.
@@ -181,21 +184,15 @@ func (x *Index) candidacies(stored string, records []skydns.Record) []candidacy 
 }
 
 // updateReverse records the records of the stored names res resolved, and
-// adds to res the PTR record of every address whose best candidacy changed,
-// or none for an address no name publishes any more.
+// remembers which addresses they touched, for Reverse.
 func (x *Index) updateReverse(res *Result) {
 	if len(x.rev.zones) == 0 {
 		return
 	}
-	type was struct {
-		c  candidacy
-		ok bool
-	}
-	before := make(map[netip.Addr]was)
 	touch := func(addr netip.Addr) {
-		if _, ok := before[addr]; !ok {
+		if _, ok := x.rev.touched[addr]; !ok {
 			c, ok := x.rev.best(addr)
-			before[addr] = was{c, ok}
+			x.rev.touched[addr] = was{c, ok}
 		}
 	}
 	for stored, records := range res.Records {
@@ -223,17 +220,35 @@ func (x *Index) updateReverse(res *Result) {
 			x.rev.byName[stored] = addrs
 		}
 	}
-	for addr, w := range before {
+}
+
+// was is the best candidacy of an address before a change, if it had one.
+type was struct {
+	c  candidacy
+	ok bool
+}
+
+// Reverse returns the PTR records of the addresses whose chosen name changed
+// since the last call, by reverse name (nil for an address no name publishes
+// any more), and the stored name each of them follows: the PTR record may
+// exist only while that name is published. Called once the groups a change
+// touched are resolved, it decides each address once, whatever the order of
+// the groups.
+func (x *Index) Reverse() (records map[string][]skydns.Record, follows map[string]string) {
+	records, follows = make(map[string][]skydns.Record), make(map[string]string)
+	for addr, w := range x.rev.touched {
 		best, ok := x.rev.best(addr)
 		if ok == w.ok && best == w.c {
 			continue
 		}
 		name := dnsname.ReverseName(addr)
 		if !ok {
-			res.Records[name] = nil
+			records[name] = nil
 			continue
 		}
-		res.Records[name] = []skydns.Record{{Name: name, Host: best.target, TTL: best.ttl, Source: best.source}}
-		res.Follows[name] = best.stored
+		records[name] = []skydns.Record{{Name: name, Host: best.target, TTL: best.ttl, Source: best.source}}
+		follows[name] = best.stored
 	}
+	clear(x.rev.touched)
+	return records, follows
 }

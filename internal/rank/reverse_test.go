@@ -1,7 +1,6 @@
 package rank
 
 import (
-	"maps"
 	"strings"
 	"testing"
 
@@ -20,17 +19,6 @@ func reverseZones(t *testing.T) []dnsname.ReverseZone {
 		t.Fatal(err)
 	}
 	return zones
-}
-
-// ptrs returns the PTR records (reverse names) of a result, and what they follow.
-func ptrs(res Result) (map[string][]skydns.Record, map[string]string) {
-	out := make(map[string][]skydns.Record)
-	for name, recs := range res.Records {
-		if dnsname.IsReverse(name) {
-			out[name] = recs
-		}
-	}
-	return out, res.Follows
 }
 
 func ptr(addr, target string, ttl uint32, src string) skydns.Record {
@@ -135,13 +123,15 @@ func TestReverse(t *testing.T) {
 			for _, p := range tt.pubs {
 				x.Update(p.Source, p)
 			}
-			all := Result{Records: map[string][]skydns.Record{}, Follows: map[string]string{}}
 			for _, g := range x.Groups() {
 				res := x.Resolve(g)
-				maps.Copy(all.Records, res.Records)
-				maps.Copy(all.Follows, res.Follows)
+				for name := range res.Records {
+					if dnsname.IsReverse(name) {
+						t.Errorf("Resolve(%s) gave the records of %s, want PTR records from Reverse alone", g, name)
+					}
+				}
 			}
-			gotPTR, gotFollows := ptrs(all)
+			gotPTR, gotFollows := x.Reverse()
 			if diff := gocmp.Diff(tt.wantPTR, gotPTR); diff != "" {
 				t.Errorf("PTR records mismatch (-want +got):\n%s", diff)
 			}
@@ -167,12 +157,11 @@ func TestReverseFollowsChanges(t *testing.T) {
 	// update applies a publication (nil deletes src) and returns the PTR
 	// records of the groups resolved.
 	update := func(src string, p *source.Publication) map[string][]skydns.Record {
-		all := map[string][]skydns.Record{}
 		for _, g := range x.Update(src, p) {
-			got, _ := ptrs(x.Resolve(g))
-			maps.Copy(all, got)
+			x.Resolve(g)
 		}
-		return all
+		got, _ := x.Reverse()
+		return got
 	}
 	web := pub("service/a/web", 0, generated("web.a.example.org"), addrs("192.0.2.10", "192.0.2.11"))
 	api := pub("service/b/api", 1, generated("api.b.example.org"), addrs("192.0.2.11"))
@@ -218,8 +207,9 @@ func TestReverseWithoutZones(t *testing.T) {
 	p := pub("service/a/web", 0, generated("web.a.example.org"), addrs("192.0.2.10"))
 	x.Update(p.Source, p)
 	for _, g := range x.Groups() {
-		if got, _ := ptrs(x.Resolve(g)); len(got) != 0 {
-			t.Errorf("Resolve(%s) without reverse zones = PTR records %v, want none", g, got)
-		}
+		x.Resolve(g)
+	}
+	if got, _ := x.Reverse(); len(got) != 0 {
+		t.Errorf("Reverse() without reverse zones = %v, want none", got)
 	}
 }
