@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,7 +51,11 @@ func (o *options) config() (app.Config, error) {
 	if err != nil {
 		return app.Config{}, err
 	}
-	zoneCfg, err := o.zoneConfig(zones)
+	served := slices.Clone([]string(zones))
+	for _, z := range reverse {
+		served = append(served, z.Name)
+	}
+	zoneCfg, err := o.zoneConfig(served)
 	if err != nil {
 		return app.Config{}, err
 	}

@@ -203,7 +203,13 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 	if c.gw != nil {
 		c.setupGateway()
 	}
-	if c.zone = newZoneState(cfg.Zone, cfg.Source.Zones); c.zone != nil {
+	// The reverse zones get their nameservers and apex guard too, so that
+	// they can be delegated like the others.
+	zones := slices.Clone([]string(cfg.Source.Zones))
+	for _, z := range cfg.ReverseZones {
+		zones = append(zones, z.Name)
+	}
+	if c.zone = newZoneState(cfg.Zone, zones); c.zone != nil {
 		c.handleNameservers(svcInformer.Informer(), sliceInformer.Informer(), nodeInformer.Informer())
 	}
 	return c
