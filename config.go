@@ -33,8 +33,8 @@ func (o *options) config() (app.Config, error) {
 		return app.Config{}, fmt.Errorf("--zone: %w", err)
 	}
 	for _, z := range zones {
-		if dnsname.IsReverse(z) {
-			return app.Config{}, fmt.Errorf("--zone: %s is a reverse zone: give it as a CIDR with --reverse-zone", z)
+		if dnsname.Related(z, dnsname.ReverseSuffix4) || dnsname.Related(z, dnsname.ReverseSuffix6) {
+			return app.Config{}, fmt.Errorf("--zone: %s holds reverse names: give reverse zones as CIDRs with --reverse-zone", z)
 		}
 	}
 	reverse, err := dnsname.ParseReverseZones(o.reverseZones)

@@ -156,7 +156,8 @@ func TestConfigErrorsNameTheFlag(t *testing.T) {
 		{args: []string{"--reverse-zone=192.0.2.0/25"}, want: "--reverse-zone: "},
 		{args: []string{"--reverse-zone=192.0.2.0/24", "--reverse-zone=192.0.0.0/16"}, want: "--reverse-zone: "},
 		{args: []string{"--reverse-zone=2001:db8::1/64"}, want: "--reverse-zone: "},
-		{args: []string{"--zone=2.0.192.in-addr.arpa"}, want: "--zone: 2.0.192.in-addr.arpa is a reverse zone"},
+		{args: []string{"--zone=2.0.192.in-addr.arpa"}, want: "--zone: 2.0.192.in-addr.arpa holds reverse names"},
+		{args: []string{"--zone=arpa"}, want: "--zone: arpa holds reverse names"},
 		{args: []string{"--external-name-services=some"}, want: "--external-name-services: "},
 	}
 	for _, tt := range tests {
