@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -211,5 +212,27 @@ func TestReverseWithoutZones(t *testing.T) {
 	}
 	if got, _ := x.Reverse(); len(got) != 0 {
 		t.Errorf("Reverse() without reverse zones = %v, want none", got)
+	}
+}
+
+// BenchmarkReverseSharedAddresses publishes b.N Services of as many
+// namespaces that share three node addresses in a reverse zone (the nodes
+// address source), deciding the PTR records after each, as a change does:
+// an address shared by thousands of names costs the same as one.
+func BenchmarkReverseSharedAddresses(b *testing.B) {
+	zones, err := dnsname.ParseReverseZones([]string{"192.0.2.0/24"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := NewIndex(0)
+	x.SetReverseZones(zones)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		ns := fmt.Sprintf("ns%d", i) // a group of its own, as Services of many namespaces have
+		p := pub("service/"+ns+"/web", i%60, generated("web."+ns+".example.org"), addrs("192.0.2.11", "192.0.2.12", "192.0.2.13"))
+		for _, g := range x.Update(p.Source, p) {
+			x.Resolve(g)
+		}
+		x.Reverse()
 	}
 }
