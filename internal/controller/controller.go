@@ -906,6 +906,8 @@ func (c *Controller) tellPublishedLocked(out *outcome, src string, pub *source.P
 		what = strings.Join(addrs, ", ")
 	case slices.ContainsFunc(pub.Problems, func(p source.Problem) bool { return p.Reason == source.ReasonAddressRefused }):
 		what = "no addresses: every address was refused (see AddressRefused)"
+	case slices.ContainsFunc(pub.Problems, func(p source.Problem) bool { return p.Reason == source.ReasonInvalidExternalName }):
+		what = "no CNAME: spec.externalName is not a host name (see InvalidExternalName)"
 	}
 	msg := "published " + strings.Join(names, ", ") + ": " + what
 	h := maphash.String(c.toldSeed, msg)

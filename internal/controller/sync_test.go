@@ -155,6 +155,19 @@ func TestSyncDecision(t *testing.T) {
 			},
 		},
 		{
+			name: "an ExternalName Service with an IP address for a name",
+			objects: []runtime.Object{annotated(externalNameService("shop", "db", "192.0.2.10"),
+				source.AnnotationHostname, "")},
+			key: "service/shop/db",
+			want: controller.Decision{
+				Records: []string{"db.shop.example.org -"},
+				Events: []string{
+					"Normal Published: published db.shop.example.org: no CNAME: spec.externalName is not a host name",
+					`Warning InvalidExternalName: spec.externalName "192.0.2.10": an IP address`,
+				},
+			},
+		},
+		{
 			name:    "an ExternalName Service without a hostname annotation",
 			objects: []runtime.Object{externalNameService("shop", "db", "db.example.net")},
 			key:     "service/shop/db",
