@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -179,5 +180,28 @@ func TestConfigErrorsNameTheFlag(t *testing.T) {
 	}
 	if cfg.Source.ExternalNames != "all" {
 		t.Errorf("Source.ExternalNames = %q, want all", cfg.Source.ExternalNames)
+	}
+}
+
+func TestReverseZonesAndExternalNamesFromEnv(t *testing.T) {
+	var o options
+	fs := flags(&o)
+	if err := fs.Parse([]string{"--zone=example.org", "--etcd-endpoints=http://127.0.0.1:2379"}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"SKYLB_REVERSE_ZONE": "192.0.2.0/24, 2001:db8::/32", "SKYLB_EXTERNAL_NAME_SERVICES": "none"}
+	if _, err := settingsFromEnv(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := o.config()
+	if err != nil {
+		t.Fatalf("config() = %v", err)
+	}
+	var names []string
+	for _, z := range cfg.ReverseZones {
+		names = append(names, z.Name)
+	}
+	if want := []string{"2.0.192.in-addr.arpa", "8.b.d.0.1.0.0.2.ip6.arpa"}; !slices.Equal(names, want) || cfg.Source.ExternalNames != "none" {
+		t.Errorf("from the environment: reverse zones %q, ExternalName Services %q; want %q and none", names, cfg.Source.ExternalNames, want)
 	}
 }
