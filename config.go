@@ -34,6 +34,15 @@ func (o *options) config() (app.Config, error) {
 	if err != nil {
 		return app.Config{}, fmt.Errorf("--zone: %w", err)
 	}
+	for _, z := range zones {
+		if dnsname.Related(z, dnsname.ReverseSuffix4) || dnsname.Related(z, dnsname.ReverseSuffix6) {
+			return app.Config{}, fmt.Errorf("--zone: %s holds reverse names: give reverse zones as CIDRs with --reverse-zone", z)
+		}
+	}
+	reverse, err := dnsname.ParseReverseZones(o.reverseZones)
+	if err != nil {
+		return app.Config{}, fmt.Errorf("--reverse-zone: %w", err)
+	}
 	if !dnsname.IsLabel(o.owner) || len(o.owner) > skydns.MaxOwnerLength {
 		return app.Config{}, fmt.Errorf("--owner-id: %q must be a DNS label of at most %d characters", o.owner, skydns.MaxOwnerLength)
 	}
@@ -44,7 +53,11 @@ func (o *options) config() (app.Config, error) {
 	if err != nil {
 		return app.Config{}, err
 	}
-	zoneCfg, err := o.zoneConfig(zones)
+	served := slices.Clone([]string(zones))
+	for _, z := range reverse {
+		served = append(served, z.Name)
+	}
+	zoneCfg, err := o.zoneConfig(served)
 	if err != nil {
 		return app.Config{}, err
 	}
@@ -122,6 +135,7 @@ func (o *options) config() (app.Config, error) {
 		NoEndpointsGrace: o.noEndpointsGrace,
 		StartGCPercent:   startGCPercent(),
 		Zone:             zoneCfg,
+		ReverseZones:     reverse,
 		Once:             o.once,
 		Prefix:           strings.TrimRight(o.prefix, "/"),
 		Owner:            o.owner,
@@ -200,6 +214,9 @@ func (o *options) sourceConfig(zones dnsname.Zones) (source.Config, error) {
 		if !ok || !dnsname.IsLabel(ns) || !dnsname.IsLabel(name) {
 			return cfg, fmt.Errorf("--ingress-service: %q is not namespace/name", o.ingressService)
 		}
+	}
+	if cfg.ExternalNames, err = source.ParseExternalNames(o.externalNames); err != nil {
+		return cfg, fmt.Errorf("--external-name-services: %w", err)
 	}
 	if cfg.Filter.Denied, err = source.ParseCIDRs(o.deniedCIDRs); err != nil {
 		return cfg, fmt.Errorf("--denied-cidrs: %w", err)

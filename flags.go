@@ -30,6 +30,8 @@ type options struct {
 	lbClass          string
 	nodeAddrTypes    []string
 	ingressService   string
+	externalNames    string
+	reverseZones     []string
 	httpAddress      string
 	deniedCIDRs      []string
 	allowedCIDRs     []string
@@ -90,6 +92,8 @@ func flags(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.lbClass, "load-balancer-class", "", "implement LoadBalancer Services of this class; empty means those without a class")
 	fs.StringSliceVar(&o.nodeAddrTypes, "node-address-types", []string{"ExternalIP", "InternalIP"}, "node address types to publish, in order of preference")
 	fs.StringVar(&o.ingressService, "ingress-service", "", "namespace/name of the ingress controller's Service; Ingresses without a status get its addresses")
+	fs.StringArrayVar(&o.reverseZones, "reverse-zone", nil, "a reverse zone as a CIDR, e.g. 192.0.2.0/24 or 2001:db8::/32, on a label boundary (IPv4 /8, /16, /24; IPv6 a multiple of 4): published addresses in it get a PTR record; repeatable")
+	fs.StringVar(&o.externalNames, "external-name-services", string(source.ExternalNamesAnnotated), "which ExternalName Services are published as a CNAME to their external name: annotated (those with a hostname annotation), all or none")
 	var denied []string
 	for _, p := range source.DefaultDeniedCIDRs {
 		denied = append(denied, p.String())

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -199,5 +200,62 @@ func TestScopeConfig(t *testing.T) {
 				t.Errorf("config().Scope = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestConfigErrorsNameTheFlag(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string // the error's beginning
+	}{
+		{args: []string{"--reverse-zone=192.0.2.0/25"}, want: "--reverse-zone: "},
+		{args: []string{"--reverse-zone=192.0.2.0/24", "--reverse-zone=192.0.0.0/16"}, want: "--reverse-zone: "},
+		{args: []string{"--reverse-zone=2001:db8::1/64"}, want: "--reverse-zone: "},
+		{args: []string{"--zone=2.0.192.in-addr.arpa"}, want: "--zone: 2.0.192.in-addr.arpa holds reverse names"},
+		{args: []string{"--zone=arpa"}, want: "--zone: arpa holds reverse names"},
+		{args: []string{"--external-name-services=some"}, want: "--external-name-services: "},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			o := parse(t, append([]string{"--zone=example.org"}, tt.args...)...)
+			if _, err := o.config(); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("config() = %v, want an error beginning %q", err, tt.want)
+			}
+		})
+	}
+	o := parse(t, "--zone=example.org", "--reverse-zone=192.0.2.0/24", "--reverse-zone=2001:db8::/32", "--external-name-services=all",
+		"--etcd-endpoints=http://127.0.0.1:2379")
+	cfg, err := o.config()
+	if err != nil {
+		t.Fatalf("config() = %v", err)
+	}
+	if len(cfg.ReverseZones) != 2 || cfg.ReverseZones[0].Name != "2.0.192.in-addr.arpa" || cfg.ReverseZones[1].Name != "8.b.d.0.1.0.0.2.ip6.arpa" {
+		t.Errorf("ReverseZones = %+v, want 2.0.192.in-addr.arpa and 8.b.d.0.1.0.0.2.ip6.arpa", cfg.ReverseZones)
+	}
+	if cfg.Source.ExternalNames != "all" {
+		t.Errorf("Source.ExternalNames = %q, want all", cfg.Source.ExternalNames)
+	}
+}
+
+func TestReverseZonesAndExternalNamesFromEnv(t *testing.T) {
+	var o options
+	fs := flags(&o)
+	if err := fs.Parse([]string{"--zone=example.org", "--etcd-endpoints=http://127.0.0.1:2379"}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"SKYLB_REVERSE_ZONE": "192.0.2.0/24, 2001:db8::/32", "SKYLB_EXTERNAL_NAME_SERVICES": "none"}
+	if _, err := settingsFromEnv(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := o.config()
+	if err != nil {
+		t.Fatalf("config() = %v", err)
+	}
+	var names []string
+	for _, z := range cfg.ReverseZones {
+		names = append(names, z.Name)
+	}
+	if want := []string{"2.0.192.in-addr.arpa", "8.b.d.0.1.0.0.2.ip6.arpa"}; !slices.Equal(names, want) || cfg.Source.ExternalNames != "none" {
+		t.Errorf("from the environment: reverse zones %q, ExternalName Services %q; want %q and none", names, cfg.Source.ExternalNames, want)
 	}
 }

@@ -91,6 +91,8 @@ type Config struct {
 	// Zone configures the records skylb keeps for the zones themselves (their
 	// nameservers and the apex guard); nil keeps none.
 	Zone *controller.ZoneConfig
+	// ReverseZones are where the published addresses get PTR records.
+	ReverseZones []dnsname.ReverseZone
 
 	// GatewayAPI publishes Gateways and routes once their CRDs are served;
 	// discovery is asked again every GatewayPoll.
@@ -201,8 +203,9 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 				m.ProbeErrors.WithLabelValues(probeErrorReason(r.Err)).Inc()
 			}
 		},
-		Zone: cfg.Zone,
-		Log:  cfg.Log.WithField("component", "controller"),
+		Zone:         cfg.Zone,
+		ReverseZones: cfg.ReverseZones,
+		Log:          cfg.Log.WithField("component", "controller"),
 	}
 	if cfg.GatewayAPI {
 		ctrlCfg.Gateway, ctrlCfg.GatewayPoll, ctrlCfg.CRDs = clients.Gateway, cfg.GatewayPoll, clients.Metadata
@@ -430,9 +433,13 @@ func (l guardList) Compares() ([]clientv3.Cmp, error) {
 
 // register exposes the components' counters as metrics.
 func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *controller.Controller, el *leader.Elector, reg *registry.Registry) {
+	zones := slices.Clone(cfg.Source.Zones)
+	for _, z := range cfg.ReverseZones {
+		zones = append(zones, z.Name)
+	}
 	zoneOf := func(stored string) string {
 		best := ""
-		for _, z := range cfg.Source.Zones {
+		for _, z := range zones {
 			if dnsname.IsWithin(stored, z) && len(z) > len(best) {
 				best = z
 			}

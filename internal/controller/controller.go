@@ -33,6 +33,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/health"
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/rank"
@@ -76,6 +77,9 @@ type Config struct {
 	// Zone, when set, has the controller keep the records of the zones
 	// themselves: their nameservers and the apex guard.
 	Zone *ZoneConfig
+	// ReverseZones are the reverse zones where the published addresses get
+	// PTR records (see package rank); none publishes none.
+	ReverseZones []dnsname.ReverseZone
 	// Gateway, when set, is the Gateway API client: Gateways, HTTPRoutes,
 	// GRPCRoutes and TLSRoutes are published once discovery says their CRDs
 	// are served, asked again every GatewayPoll (a minute when 0).
@@ -206,7 +210,7 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		statusQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb-status"}),
-		index:     rank.NewIndex(cfg.Source.MaxAddresses),
+		index:     newIndex(cfg),
 		conflict:  make(map[string]map[string][]source.Problem),
 		reported:  make(map[string][]source.Problem),
 		granted:   make(map[string]map[string][]string),
@@ -221,10 +225,23 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 	if c.gw != nil {
 		c.setupGateway()
 	}
-	if c.zone = newZoneState(cfg.Zone, cfg.Source.Zones); c.zone != nil {
+	// The reverse zones get their nameservers and apex guard too, so that
+	// they can be delegated like the others.
+	zones := slices.Clone([]string(cfg.Source.Zones))
+	for _, z := range cfg.ReverseZones {
+		zones = append(zones, z.Name)
+	}
+	if c.zone = newZoneState(cfg.Zone, zones); c.zone != nil {
 		c.handleNameservers(svcs, slices_, nodes)
 	}
 	return c
+}
+
+// newIndex returns the ranking index of cfg.
+func newIndex(cfg Config) *rank.Index {
+	x := rank.NewIndex(cfg.Source.MaxAddresses)
+	x.SetReverseZones(cfg.ReverseZones)
+	return x
 }
 
 // transform returns the informers' transform for the labels read with z and sc.
@@ -279,8 +296,8 @@ func serviceNamespaces(sc scope.Scope, ingressService string) []string {
 // before objects enter the caches, where it would otherwise make up most of
 // skylb's memory: managed fields, kubectl's copy of the applied object, owner
 // references, the labels of Services, EndpointSlices, Ingresses, Gateways and
-// routes but for those read (see labelsRead), the Service spec but for type, class, IP families
-// and the name, number and protocol of each port, Ingress paths and backends, EndpointSlice topology and
+// routes but for those read (see labelsRead), the Service spec but for type, class, IP families,
+// external name and the name, number and protocol of each port, Ingress paths and backends, EndpointSlice topology and
 // target references, the Node status but for addresses and conditions, the
 // rules of routes, the parent statuses of routes but for acceptance, and of
 // Gateways all but their listeners' names, hostnames, ports, protocols and
@@ -319,6 +336,7 @@ func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
 			o.Labels = keepLabels(o.Labels, "")
 			spec := corev1.ServiceSpec{
 				Type: o.Spec.Type, LoadBalancerClass: o.Spec.LoadBalancerClass, IPFamilies: o.Spec.IPFamilies,
+				ExternalName: o.Spec.ExternalName,
 			}
 			// The first port is health-checked and matched in EndpointSlices;
 			// every named port is published as SRV records.
@@ -687,9 +705,14 @@ func (c *Controller) decideAll(keys []string) (outcome, error) {
 		order = append(order, g)
 	}
 	slices.Sort(order)
+	var earliest time.Time
 	for _, g := range order {
 		c.resolveLocked(&out, g, groups[g], touched)
+		if t := groups[g]; !t.IsZero() && (earliest.IsZero() || t.Before(earliest)) {
+			earliest = t
+		}
 	}
+	c.reverseLocked(&out, earliest)
 	for s := range touched {
 		c.reportLocked(&out, s)
 	}
@@ -819,6 +842,7 @@ func (c *Controller) sync(_ context.Context, key string) (outcome, error) {
 	for _, g := range c.index.Update(key, pub) {
 		c.resolveLocked(&out, g, observed, touched)
 	}
+	c.reverseLocked(&out, observed)
 	for s := range touched {
 		c.reportLocked(&out, s)
 	}
@@ -905,6 +929,15 @@ func (c *Controller) resolveLocked(out *outcome, g string, observed time.Time, t
 	}
 }
 
+// reverseLocked adds to out the PTR records whose choice the groups resolved
+// since the last call changed.
+func (c *Controller) reverseLocked(out *outcome, observed time.Time) {
+	records, follows := c.index.Reverse()
+	for name, recs := range records {
+		out.records = append(out.records, wanted{stored: name, want: publish.Want{Records: recs, Follows: follows[name], Observed: observed}})
+	}
+}
+
 // tellPublishedLocked adds to out a Normal Event when the names or addresses an
 // object publishes change, so that kubectl describe shows what skylb did with it.
 func (c *Controller) tellPublishedLocked(out *outcome, src string, pub *source.Publication) {
@@ -930,6 +963,8 @@ func (c *Controller) tellPublishedLocked(out *outcome, src string, pub *source.P
 		what = strings.Join(addrs, ", ")
 	case slices.ContainsFunc(pub.Problems, func(p source.Problem) bool { return p.Reason == source.ReasonAddressRefused }):
 		what = "no addresses: every address was refused (see AddressRefused)"
+	case slices.ContainsFunc(pub.Problems, func(p source.Problem) bool { return p.Reason == source.ReasonInvalidExternalName }):
+		what = "no CNAME: spec.externalName is not a host name (see InvalidExternalName)"
 	}
 	msg := "published " + strings.Join(names, ", ") + ": " + what
 	h := maphash.String(c.toldSeed, msg)

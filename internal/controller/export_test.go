@@ -70,8 +70,9 @@ func (c *Controller) informerOf(obj runtime.Object) (cache.SharedIndexInformer, 
 // Decision is an outcome as a test compares it.
 type Decision struct {
 	// Records are the records handed over, as "name host" lines ("name host
-	// shared" where the name is shared with other clusters), and the names
-	// emptied, as "name -", sorted.
+	// shared" where the name is shared with other clusters, "name host
+	// follows <name>" for a PTR record), and the names emptied, as "name -",
+	// sorted.
 	Records []string
 	// Events are "type reason: message", sorted.
 	Events []string
@@ -107,6 +108,9 @@ func decision(out outcome) Decision {
 				if w.want.Unhealthy {
 					line += " unhealthy"
 				}
+			}
+			if w.want.Follows != "" {
+				line += " follows " + w.want.Follows
 			}
 			d.Records = append(d.Records, line)
 		}

@@ -69,3 +69,25 @@ func TestStripperService(t *testing.T) {
 		t.Errorf("stripper(stripped Service) mismatch (-want +got):\n%s", diff)
 	}
 }
+
+func TestStripperExternalNameService(t *testing.T) {
+	in := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db"},
+		Spec: corev1.ServiceSpec{
+			Type:         corev1.ServiceTypeExternalName,
+			ExternalName: "db.example.net",
+			Selector:     map[string]string{"app": "db"},
+		},
+	}
+	want := &corev1.Service{
+		ObjectMeta: in.ObjectMeta,
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.net"},
+	}
+	got, err := stripper(nil, false)(in.DeepCopy())
+	if err != nil {
+		t.Fatalf("strip: %v", err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stripper(ExternalName Service) mismatch (-want +got):\n%s", diff)
+	}
+}

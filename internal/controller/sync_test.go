@@ -51,6 +51,7 @@ func TestSyncDecision(t *testing.T) {
 	tests := []struct {
 		name    string
 		cfg     source.Config // zones, TTL and namespaces are filled in
+		reverse []string      // reverse zones
 		grace   time.Duration // Config.NoEndpointsGrace
 		objects []runtime.Object
 		// synced are synced first, in order, their decisions dropped;
@@ -171,6 +172,91 @@ func TestSyncDecision(t *testing.T) {
 			want: controller.Decision{Status: map[string][]string{"shop/web": {}}},
 		},
 		{
+			name: "an ExternalName Service with a hostname annotation: a CNAME, and no status",
+			objects: []runtime.Object{annotated(externalNameService("shop", "db", "db.example.net"),
+				source.AnnotationHostname, "db.example.com")},
+			key: "service/shop/db",
+			want: controller.Decision{
+				Records: []string{"db.example.com db.example.net", "db.shop.example.org db.example.net"},
+				Events:  []string{"Normal Published: published db.example.com, db.shop.example.org: CNAME db.example.net"},
+			},
+		},
+		{
+			name: "an ExternalName Service with an IP address for a name",
+			objects: []runtime.Object{annotated(externalNameService("shop", "db", "192.0.2.10"),
+				source.AnnotationHostname, "")},
+			key: "service/shop/db",
+			want: controller.Decision{
+				Records: []string{"db.shop.example.org -"},
+				Events: []string{
+					"Normal Published: published db.shop.example.org: no CNAME: spec.externalName is not a host name",
+					`Warning InvalidExternalName: spec.externalName "192.0.2.10": an IP address`,
+				},
+			},
+		},
+		{
+			name:    "an ExternalName Service without a hostname annotation",
+			objects: []runtime.Object{externalNameService("shop", "db", "db.example.net")},
+			key:     "service/shop/db",
+		},
+		{
+			name: "an ExternalName Service pointing beneath its own name",
+			objects: []runtime.Object{annotated(externalNameService("shop", "db", "a.db.shop.example.org"),
+				source.AnnotationHostname, "")},
+			key: "service/shop/db",
+			want: controller.Decision{
+				Records: []string{"db.shop.example.org -"},
+				Events: []string{
+					"Normal Published: published db.shop.example.org: CNAME a.db.shop.example.org",
+					"Warning CNAMELoop: hostname db.shop.example.org is not published as a CNAME to a.db.shop.example.org",
+				},
+			},
+		},
+		{
+			name:    "addresses in a reverse zone get PTR records, to the name a person gave",
+			cfg:     statusMode,
+			reverse: []string{"192.0.2.0/24"},
+			objects: []runtime.Object{annotated(lbService("shop", "web", t0, "192.0.2.10", "198.51.100.10"),
+				source.AnnotationHostname, "www.example.org")},
+			key: "service/shop/web",
+			want: controller.Decision{
+				Records: []string{
+					"10.2.0.192.in-addr.arpa www.example.org follows www.example.org",
+					"web.shop.example.org 192.0.2.10", "web.shop.example.org 198.51.100.10",
+					"www.example.org 192.0.2.10", "www.example.org 198.51.100.10",
+				},
+				Events: []string{"Normal Published: published web.shop.example.org, www.example.org: 192.0.2.10, 198.51.100.10"},
+			},
+		},
+		{
+			name:    "the name refused: no PTR record for its address",
+			cfg:     statusMode,
+			reverse: []string{"203.0.113.0/24"},
+			objects: []runtime.Object{older, newer},
+			synced:  []string{"service/team-a/web"},
+			key:     "service/team-b/web",
+			want: controller.Decision{
+				Records: []string{
+					"1.113.0.203.in-addr.arpa web.team-b.example.org follows web.team-b.example.org",
+					"web.team-b.example.org 203.0.113.1", "www.example.org 192.0.2.1",
+				},
+				Events: []string{
+					"Normal Published: published web.team-b.example.org: 203.0.113.1",
+					"Warning HostnameConflict: hostname www.example.org is not published",
+				},
+			},
+		},
+		{
+			name:    "a deleted Service takes its PTR record with it",
+			cfg:     statusMode,
+			reverse: []string{"192.0.2.0/24"},
+			objects: []runtime.Object{lbService("shop", "web", t0, "192.0.2.10")},
+			synced:  []string{"service/shop/web"},
+			deleted: []runtime.Object{lbService("shop", "web", t0, "192.0.2.10")},
+			key:     "service/shop/web",
+			want:    controller.Decision{Records: []string{"10.2.0.192.in-addr.arpa -", "web.shop.example.org -"}},
+		},
+		{
 			name: "a malformed hostname annotation",
 			cfg:  statusMode,
 			objects: []runtime.Object{annotated(lbService("shop", "web", t0, "192.0.2.10"),
@@ -279,7 +365,11 @@ func TestSyncDecision(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := tt.cfg
 			cfg.Zones, cfg.TTL, cfg.DefaultNamespace, cfg.ApexNamespaces = zones, 30, "default", []string{"default"}
-			c, err := controller.NewOnListers(controller.Config{Source: cfg, NoEndpointsGrace: tt.grace, Log: quietLog()}, tt.objects...)
+			reverse, err := dnsname.ParseReverseZones(tt.reverse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := controller.NewOnListers(controller.Config{Source: cfg, ReverseZones: reverse, NoEndpointsGrace: tt.grace, Log: quietLog()}, tt.objects...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -307,6 +397,12 @@ func TestSyncDecision(t *testing.T) {
 			}
 		})
 	}
+}
+
+func externalNameService(ns, name, target string) *corev1.Service {
+	svc := lbService(ns, name, t0)
+	svc.Spec.Type, svc.Spec.ExternalName = corev1.ServiceTypeExternalName, target
+	return svc
 }
 
 // clone copies objects, so that each case appends to its own list.

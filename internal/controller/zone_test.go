@@ -26,6 +26,12 @@ import (
 // runZone is runWith with the zone records on: nameservers and the apex guard.
 func runZone(t *testing.T, srv *etcdtest.Server, zc controller.ZoneConfig, objects ...runtime.Object) (*env, *controller.Controller) {
 	t.Helper()
+	return runZones(t, srv, zc, nil, objects...)
+}
+
+// runZones is runZone with reverse zones too.
+func runZones(t *testing.T, srv *etcdtest.Server, zc controller.ZoneConfig, reverse []dnsname.ReverseZone, objects ...runtime.Object) (*env, *controller.Controller) {
+	t.Helper()
 	e := &env{t: t, kube: fake.NewClientset(objects...), etcd: srv.NewClient(t), recorder: record.NewFakeRecorder(1000)}
 	zones, err := dnsname.ParseZones([]string{"example.org", "example.com"})
 	if err != nil {
@@ -33,7 +39,7 @@ func runZone(t *testing.T, srv *etcdtest.Server, zc controller.ZoneConfig, objec
 	}
 	e.pub = publish.New(e.etcd, publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
 	cfg := source.Config{Zones: zones, TTL: 30, DefaultNamespace: "default", AddressSource: source.ModeStatus, ApexNamespaces: []string{"default"}}
-	ctrl := controller.New(controller.Config{Source: cfg, Zone: &zc, Log: quietLog()}, e.kube, e.pub, e.recorder)
+	ctrl := controller.New(controller.Config{Source: cfg, Zone: &zc, ReverseZones: reverse, Log: quietLog()}, e.kube, e.pub, e.recorder)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { e.pub.Run(ctx); done <- struct{}{} }()
@@ -214,4 +220,38 @@ func TestZoneRecordsRestartWritesNothing(t *testing.T) {
 	if s := second.pub.Stats(); s.Puts != 0 || s.Deletes != 0 {
 		t.Errorf("second publisher wrote %d keys and deleted %d, want none", s.Puts, s.Deletes)
 	}
+}
+
+// A reverse zone gets its nameservers and apex guard like the others, and
+// the PTR records of the addresses in it follow the Services.
+func TestReverseZoneRecords(t *testing.T) {
+	srv := etcdtest.Start(t)
+	reverse, err := dnsname.ParseReverseZones([]string{"192.0.2.0/24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ctrl := runZones(t, srv, controller.ZoneConfig{Nameservers: statics(t, "192.0.2.53")}, reverse,
+		lbService("shop", "web", t0, "192.0.2.1", "198.51.100.1"))
+	zoneRecords := append([]string{
+		"ns.dns.example.org 192.0.2.53", "ns.dns.example.com 192.0.2.53", "ns.dns.2.0.192.in-addr.arpa 192.0.2.53",
+		"apex.dns.2.0.192.in-addr.arpa 2.0.192.in-addr.arpa",
+	}, guards...)
+	e.expect(append([]string{
+		"web.shop.example.org 192.0.2.1", "web.shop.example.org 198.51.100.1",
+		"1.2.0.192.in-addr.arpa web.shop.example.org",
+	}, zoneRecords...)...)
+	if got := ctrl.Nameservers()["2.0.192.in-addr.arpa"]; got != 1 {
+		t.Errorf("Nameservers()[2.0.192.in-addr.arpa] = %d, want 1", got)
+	}
+	// The PTR record is the key CoreDNS reads for the address.
+	resp, err := e.etcd.Get(context.Background(), "/skydns/arpa/in-addr/192/0/2/1")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("get the PTR key = %v, %v; want one key", resp, err)
+	}
+
+	// The Service goes: its PTR record with it.
+	if err := e.kube.CoreV1().Services("shop").Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.expect(zoneRecords...)
 }

@@ -116,8 +116,8 @@ func Read(ctx context.Context, c *clientv3.Client, prefix, claimPrefix string) (
 type Entry struct {
 	// Name is the name a client queries: a zone's apex records are under the zone.
 	Name string `json:"name"`
-	// Type is the type CoreDNS serves the record as: A, AAAA, CNAME, SRV, or
-	// none for the apex guard, which answers with no data; "-" for a claim
+	// Type is the type CoreDNS serves the record as: A, AAAA, CNAME, SRV, PTR,
+	// or none for the apex guard, which answers with no data; "-" for a claim
 	// without a record, "?" for a value that does not decode.
 	Type string `json:"type"`
 	Host string `json:"host"`

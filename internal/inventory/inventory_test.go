@@ -51,6 +51,11 @@ func TestReadAndWrite(t *testing.T) {
 	guard := skydns.Record{Name: skydns.ApexName("example.org"), Host: "example.org", TTL: 30, Source: "apex-guard"}
 	put(skydns.Key("/skydns", "east", guard), string(skydns.Encode("east", guard)))
 	put("/skydns/org/example/junk/x1", `not json`)
+	ptr := skydns.Record{Name: "1.2.0.192.in-addr.arpa", Host: "web.example.org", TTL: 30}
+	put(skydns.Key("/skydns", "east", ptr), string(skydns.Encode("east", ptr)))
+	put("/skylb/claims/1.2.0.192.in-addr.arpa/east", `{"owner":"east"}`)
+	cname := skydns.Record{Name: "db.example.org", Host: "db.example.net", TTL: 30}
+	put(skydns.Key("/skydns", "east", cname), string(skydns.Encode("east", cname)))
 
 	inv, err := Read(ctx, c, "/skydns", "/skylb/claims")
 	if err != nil {
@@ -62,8 +67,10 @@ func TestReadAndWrite(t *testing.T) {
 	}
 	got := strings.Fields(strings.ReplaceAll(out.String(), "\n", " | "))
 	want := strings.Fields(`NAME TYPE HOST TTL OWNER CLAIM EXPIRES |
+1.2.0.192.in-addr.arpa PTR web.example.org 30 east holds never |
 _http._tcp.web.example.org SRV web.example.org:80 30 east - never |
 a.web.example.org - - - west (foreign) waits for north (nested) never |
+db.example.org CNAME db.example.net 30 east - never |
 example.org none example.org 30 east - never |
 hand.example.org A 192.0.2.9 0 (not skylb's) - never |
 junk.example.org ? (invalid value) - (not skylb's) - never |

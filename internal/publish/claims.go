@@ -196,13 +196,14 @@ func (p *Publisher) claimOfLocked(stored, owner string) *claimEntry {
 func cmpOwner(e claimEntry, owner string) int { return strings.Compare(e.owner, owner) }
 
 // claimLocked adds to c what keeps this cluster's claim on a name as wanted,
-// and reports whether the cluster may write the name's records.
-func (p *Publisher) claimLocked(n *name, c *change) bool {
+// and reports whether the cluster may write the name's records. A name held
+// (see atname.go) is claimed as one whose records nobody wants.
+func (p *Publisher) claimLocked(n *name, c *change, held bool) bool {
 	if !p.claiming() {
 		return true
 	}
 	own := p.ownClaimLocked(c.name)
-	if n.records == nil || n.unclaimed {
+	if n.records == nil || n.unclaimed || held {
 		// Records outside what this Publisher owns keep the name claimed.
 		c.claimDel = own != nil && !n.holdsOutside()
 		p.tellLocked(c.name, nil)
@@ -270,12 +271,16 @@ func (p *Publisher) tellLocked(stored string, d *arbitrate.Decision) {
 	old, had := p.verdicts[stored]
 	if d == nil {
 		if had {
+			p.refollowLocked(stored)
 			delete(p.verdicts, stored)
 			if !old.Granted {
 				p.refused.Add(-1)
 			}
 		}
 		return
+	}
+	if !had || old.Granted != d.Granted {
+		p.refollowLocked(stored)
 	}
 	if had && old.Granted == d.Granted && slices.Equal(old.Holders, d.Holders) && slices.Equal(old.Nested, d.Nested) &&
 		slices.Equal(old.Outside, d.Outside) {

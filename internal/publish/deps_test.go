@@ -9,13 +9,15 @@ import (
 )
 
 // TestDependencies keeps the etcd writer apart from Kubernetes: it depends on
-// the record type and the cross-cluster arbitration, never on the object
-// types, the ranking of objects or the health checks.
+// the record type (and through it on the syntax of names) and the
+// cross-cluster arbitration, never on the object types, the ranking of
+// objects or the health checks.
 func TestDependencies(t *testing.T) {
 	const module = "github.com/skylb/skylb/"
 	allowed := map[string]bool{
 		module + "internal/publish":   true,
 		module + "internal/skydns":    true,
+		module + "internal/dnsname":   true,
 		module + "internal/arbitrate": true,
 	}
 	out, err := exec.Command(filepath.Join(build.Default.GOROOT, "bin", "go"), "list", "-deps", ".").Output()

@@ -41,6 +41,9 @@ type keyChange struct {
 	dels []string
 	// removed are the hosts of dels, for the log.
 	removed []string
+	// guards are the conditions on the keys of a name stored at its name
+	// (see atname.go): each key written or deleted is as the view saw it.
+	guards []keyCond
 }
 
 // diff returns the keyChange that brings actual, skylb's keys beneath one
@@ -48,8 +51,10 @@ type keyChange struct {
 // lease. A key is written when it is missing, deleted, holds another value or
 // is attached to another lease; a key of skylb's that is not wanted is
 // deleted, unless it lies outside what skylb owns. A tombstone is never
-// deleted again.
-func diff(wanted []want, lease int64, actual []entry) keyChange {
+// deleted again. For a name stored at its name (atName), each key written or
+// deleted is guarded: it must be absent, or this cluster's at the revision the
+// view holds.
+func diff(wanted []want, lease int64, actual []entry, atName bool) keyChange {
 	var c keyChange
 	for _, w := range wanted {
 		e := find(actual, w.key)
@@ -58,6 +63,13 @@ func diff(wanted []want, lease int64, actual []entry) keyChange {
 		}
 		w.added = e == nil || e.deleted || e.host != w.host
 		c.puts = append(c.puts, w)
+		if atName {
+			g := keyCond{key: w.key}
+			if e != nil && !e.deleted {
+				g.modRev = e.modRev
+			}
+			c.guards = append(c.guards, g)
+		}
 	}
 	for _, e := range actual {
 		if e.deleted || e.outside != "" {
@@ -68,6 +80,9 @@ func diff(wanted []want, lease int64, actual []entry) keyChange {
 		}
 		c.dels = append(c.dels, e.key)
 		c.removed = append(c.removed, e.host)
+		if atName {
+			c.guards = append(c.guards, keyCond{key: e.key, modRev: e.modRev})
+		}
 	}
 	return c
 }

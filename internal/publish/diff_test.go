@@ -115,8 +115,56 @@ func TestDiff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := diff(tt.wanted, tt.lease, tt.actual)
+			got := diff(tt.wanted, tt.lease, tt.actual, false)
 			if d := cmp.Diff(tt.want, got, cmp.AllowUnexported(keyChange{}, want{})); d != "" {
+				t.Errorf("diff() (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestDiffAtName(t *testing.T) {
+	a := wantOf("/skydns/arpa/in-addr/192/0/2/10", "web.example.org")
+	other := want{key: a.key, value: []byte(`"api.example.org"`), host: "api.example.org"}
+	added := func(w want) want { w.added = true; return w }
+	tests := []struct {
+		name   string
+		wanted []want
+		actual []entry
+		want   keyChange
+	}{
+		{
+			name:   "a new key must be absent",
+			wanted: []want{a},
+			want:   keyChange{puts: []want{added(a)}, guards: []keyCond{{key: a.key}}},
+		},
+		{
+			name:   "a key rewritten must be as the view saw it",
+			wanted: []want{other},
+			actual: []entry{entryOf(a, 0)},
+			want:   keyChange{puts: []want{added(other)}, guards: []keyCond{{key: a.key, modRev: 7}}},
+		},
+		{
+			name:   "a key written again after skylb deleted it must be absent",
+			wanted: []want{a},
+			actual: []entry{{key: a.key, modRev: 8, deleted: true}},
+			want:   keyChange{puts: []want{added(a)}, guards: []keyCond{{key: a.key}}},
+		},
+		{
+			name:   "a key deleted must be as the view saw it",
+			actual: []entry{entryOf(a, 0)},
+			want:   keyChange{dels: []string{a.key}, removed: []string{a.host}, guards: []keyCond{{key: a.key, modRev: 7}}},
+		},
+		{
+			name:   "a key as wanted needs nothing",
+			wanted: []want{a},
+			actual: []entry{entryOf(a, 0)},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := diff(tt.wanted, 0, tt.actual, true)
+			if d := cmp.Diff(tt.want, got, cmp.AllowUnexported(keyChange{}, want{}, keyCond{})); d != "" {
 				t.Errorf("diff() (-want +got):\n%s", d)
 			}
 		})

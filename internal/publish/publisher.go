@@ -194,6 +194,10 @@ type Want struct {
 	Policy    arbitrate.Policy
 	Priority  int
 	Unhealthy bool
+	// Follows, when set, is the stored name the records point to: they are
+	// written only while this cluster publishes that name (a PTR record
+	// follows its forward name; see atname.go).
+	Follows string
 	// Observed is when the Kubernetes change behind it was seen, or zero.
 	Observed time.Time
 }
@@ -208,6 +212,8 @@ type name struct {
 	records []skydns.Record
 	// shared and unclaimed are those of the Want.
 	shared, unclaimed bool
+	// follows is the Want's Follows.
+	follows string
 	// shard is the name's lease shard (see lease.go), hashed once; beside
 	// the flags it takes no room.
 	shard uint8
@@ -339,6 +345,14 @@ type Publisher struct {
 	// leases are the leases the keys are written with, by shard: 0 without
 	// RecordExpiry, and while a shard holds none (see lease.go).
 	leases [leaseShards]int64
+
+	// Names stored at their name (see atname.go): followers holds, by
+	// stored name, the names following it, refollow those to decide again
+	// in the flush under way, and occupied the names whose key holds a
+	// value that is not this cluster's.
+	followers map[string]nameSet
+	refollow  []string
+	occupied  map[string]bool
 }
 
 type tomb struct {
@@ -363,6 +377,8 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 		verdicts:     make(map[string]arbitrate.Decision),
 		sharings:     make(map[string]arbitrate.Sharing),
 		holds:        make(map[string]hold),
+		followers:    make(map[string]nameSet),
+		occupied:     make(map[string]bool),
 	}
 	if cfg.ClaimPrefix != "" {
 		p.claimDir = trimSlash(cfg.ClaimPrefix) + "/"
@@ -401,9 +417,10 @@ func (p *Publisher) Set(stored string, w Want) {
 	}
 	shareChanged := setShareLocked(n, w, time.Now())
 	if (n.records == nil) == (records == nil) && slices.Equal(n.records, records) &&
-		n.shared == w.Shared && n.unclaimed == w.Unclaimed && !shareChanged {
+		n.shared == w.Shared && n.unclaimed == w.Unclaimed && n.follows == w.Follows && !shareChanged {
 		return
 	}
+	p.followLocked(stored, n, w.Follows)
 	shared := p.sharesLocked(stored)
 	n.records = slices.Clip(slices.Clone(records))
 	n.shared, n.unclaimed = w.Shared, w.Unclaimed
@@ -640,7 +657,7 @@ func (c *change) counts() (ops, cmps int) {
 	if c.claimPut != nil || c.claimDel {
 		ops++
 	}
-	cmps = len(c.ranked)
+	cmps = len(c.ranked) + len(c.guards)
 	if c.claimsRev != 0 {
 		cmps++
 	}
@@ -668,7 +685,7 @@ func (p *Publisher) ops(c *change, ops []clientv3.Op, cmps []clientv3.Cmp) ([]cl
 	for _, r := range c.ranked {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(p.claimKey(r.name, r.owner)), "=", r.modRev))
 	}
-	return ops, cmps
+	return ops, keyConds(c.guards, cmps)
 }
 
 // flush writes every dirty name. Names whose writes fail stay dirty.
@@ -689,11 +706,26 @@ func (p *Publisher) flush(ctx context.Context) error {
 		names = append(names, stored)
 	}
 	slices.SortFunc(names, compareFromRight)
+	// Names that follow another are decided after it (see atname.go), and
+	// again when the decision on the name they follow changes.
+	names = p.followersLastLocked(names)
 	changes := make([]change, 0, len(names))
-	for _, stored := range names {
-		if c, ok := p.diffLocked(stored); ok {
-			changes = append(changes, c)
+	decided := make(map[string]bool, len(names))
+	for len(names) > 0 {
+		for _, stored := range names {
+			decided[stored] = true
+			if c, ok := p.diffLocked(stored); ok {
+				changes = append(changes, c)
+			}
 		}
+		names = names[:0]
+		for _, f := range p.refollow {
+			if !decided[f] {
+				decided[f] = true
+				names = append(names, f)
+			}
+		}
+		p.refollow = p.refollow[:0]
 	}
 	changes = p.holdMassDeletionLocked(changes)
 	for i := range changes {
@@ -805,22 +837,24 @@ func (p *Publisher) diffLocked(stored string) (change, bool) {
 		return change{}, false
 	}
 	c := change{name: stored, event: p.dirty[stored], lease: p.leases[n.shard]}
+	held := p.heldLocked(stored, n)
 	var wants []want
-	if held := heldOutside(n); held != nil {
+	if outside := heldOutside(n); outside != nil {
 		// The records outside keep the name, and its claim, as they are.
-		p.tellLocked(stored, &arbitrate.Decision{Outside: held})
+		p.tellLocked(stored, &arbitrate.Decision{Outside: outside})
 	} else {
 		if _, had := p.verdicts[stored]; had && !p.claiming() && n.records != nil {
 			// Without claims only records outside decide: no longer.
 			p.tellLocked(stored, &arbitrate.Decision{Granted: true})
 		}
-		if p.claimLocked(n, &c) {
+		if p.claimLocked(n, &c, held) && !held {
 			wants = p.wants(n.records)
 		}
 	}
-	c.keyChange = diff(wants, c.lease, n.actual)
+	c.keyChange = diff(wants, c.lease, n.actual, atName(stored))
 	if ops, _ := c.counts(); ops == 0 {
 		if n.records == nil && len(n.actual) == 0 && p.ownClaimLocked(stored) == nil {
+			p.followLocked(stored, n, "")
 			delete(p.names, stored)
 		}
 		return change{}, false
@@ -865,6 +899,9 @@ func (p *Publisher) holdMassDeletionLocked(changes []change) []change {
 	for _, c := range changes {
 		if !c.event && (len(c.dels) > 0 || c.claimDel) {
 			c.dels, c.removed, c.claimDel = nil, nil, false
+			c.guards = slices.DeleteFunc(c.guards, func(g keyCond) bool {
+				return !slices.ContainsFunc(c.puts, func(w want) bool { return w.key == g.key })
+			})
 			if ops, _ := c.counts(); ops == 0 {
 				continue
 			}

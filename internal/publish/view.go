@@ -54,13 +54,16 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 	p.mu.Unlock()
 
 	owned := make(map[string][]entry)
+	occupied := make(map[string]bool)
 	rev, err := p.listAt(ctx, p.dir, 0, func(kv *mvccpb.KeyValue) {
-		stored, _, ok := skydns.SplitKey(p.cfg.Prefix, string(kv.Key))
+		stored, label, ok := skydns.SplitKey(p.cfg.Prefix, string(kv.Key))
 		if !ok {
 			return
 		}
 		if host, outside, mine := p.owns(kv.Value); mine {
 			owned[stored] = append(owned[stored], entry{key: string(kv.Key), sum: digestOf(kv.Value), host: host, modRev: kv.ModRevision, lease: kv.Lease, outside: outside})
+		} else if label == "" {
+			occupied[stored] = true // see atname.go
 		}
 	})
 	if err != nil {
@@ -89,6 +92,7 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 		p.names[stored] = n
 	}
 	p.claims, p.claimsRev = claims, rev
+	p.occupied = occupied
 	p.reindexClaimsLocked()
 	for stored := range claims {
 		if p.names[stored] == nil && p.ownClaimLocked(stored) != nil {
@@ -212,7 +216,7 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 	defer p.mu.Unlock()
 	for _, ev := range events {
 		key := string(ev.Kv.Key)
-		stored, _, ok := skydns.SplitKey(p.cfg.Prefix, key)
+		stored, label, ok := skydns.SplitKey(p.cfg.Prefix, key)
 		if !ok {
 			continue
 		}
@@ -227,6 +231,9 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 		host, outside, mine := "", "", false
 		if ev.Type == mvccpb.PUT {
 			host, outside, mine = p.owns(ev.Kv.Value)
+		}
+		if label == "" {
+			p.occupyLocked(stored, ev.Type == mvccpb.PUT && !mine)
 		}
 		switch {
 		case mine:

@@ -17,6 +17,10 @@
 // example everything under default.example.org), and the zone apex on its own.
 // Only names in one group can be related, so a change re-resolves one group.
 //
+// The PTR records of the published addresses that lie in reverse zones follow
+// the same rule: an address's PTR record points to the name of the oldest
+// object publishing it (see reverse.go).
+//
 // Which of several clusters sharing an etcd publishes a name is decided apart,
 // by package arbitrate.
 package rank

@@ -19,6 +19,7 @@ type Index struct {
 	pubs      map[string]*source.Publication // by source
 	members   map[string]map[string]struct{} // group -> sources with a name in it
 	published map[string]map[string]struct{} // group -> stored names of its last resolution
+	rev       reverse                        // the published addresses in reverse zones (see reverse.go)
 }
 
 // Result is the outcome of resolving one group.
@@ -90,6 +91,10 @@ func NewIndex(maxAddrs int) *Index {
 		pubs:      make(map[string]*source.Publication),
 		members:   make(map[string]map[string]struct{}),
 		published: make(map[string]map[string]struct{}),
+		rev: reverse{
+			byName: make(map[string][]netip.Addr), byAddr: make(map[netip.Addr]*publishers),
+			touched: make(map[netip.Addr]was),
+		},
 	}
 }
 
@@ -193,7 +198,8 @@ func compareClaims(a, b claim) int {
 	)
 }
 
-// Resolve grants the claims of a group and computes the records of its names.
+// Resolve grants the claims of a group and computes the records of its
+// names; the PTR records of their addresses come from Reverse.
 func (x *Index) Resolve(group string) Result {
 	res := Result{
 		Records: make(map[string][]skydns.Record), Problems: make(map[string][]source.Problem),
@@ -270,6 +276,7 @@ func (x *Index) Resolve(group string) Result {
 	} else {
 		x.published[group] = names
 	}
+	x.updateReverse(&res)
 	return res
 }
 
@@ -311,7 +318,8 @@ func ancestors(n dnsname.Placed) []string {
 }
 
 // records merges the granted claims of one name into its records. Addresses win
-// over CNAME targets, and a name has at most one CNAME. All records of a name get
+// over CNAME targets, a name has at most one CNAME, and never one to itself or
+// a name beneath it. All records of a name get
 // the smallest TTL among its claims, since an RRset has one TTL.
 func records(stored string, claims []claim, maxAddrs int, problems map[string][]source.Problem) []skydns.Record {
 	ttl := claims[0].pub.TTL
@@ -355,6 +363,15 @@ func records(stored string, claims []claim, maxAddrs int, problems map[string][]
 	var out []skydns.Record
 	for _, c := range claims {
 		for _, t := range c.pub.Targets {
+			if dnsname.IsWithin(t, c.name.Name) {
+				// CoreDNS skips a CNAME to the name itself or beneath it
+				// as a loop: the name would answer nothing.
+				addProblem(problems, c.pub.Source, source.Problem{
+					Reason:  source.ReasonCNAMELoop,
+					Message: fmt.Sprintf("hostname %s is not published as a CNAME to %s: the target is the name itself or lies beneath it, a loop", c.name.Name, t),
+				})
+				continue
+			}
 			if out == nil {
 				out = []skydns.Record{{Name: stored, Host: t, TTL: ttl, Source: c.pub.Source}}
 				continue

@@ -100,6 +100,10 @@ func conflictProblem(mentions string) source.Problem {
 	return source.Problem{Reason: source.ReasonHostnameConflict, Message: mentions}
 }
 
+func loopProblem(mentions string) source.Problem {
+	return source.Problem{Reason: source.ReasonCNAMELoop, Message: mentions}
+}
+
 func cnameProblem(mentions string) source.Problem {
 	return source.Problem{Reason: source.ReasonCNAMEIgnored, Message: mentions}
 }
@@ -488,6 +492,27 @@ func TestResolve(t *testing.T) {
 			},
 			wantProblems: map[string][]source.Problem{
 				"service/shop/b": {cnameProblem("shop.example.com z.lb.example.net a.lb.example.net")},
+			},
+		},
+		{
+			name: "CNAME to the name itself or beneath it: refused as a loop, the next target taken",
+			pubs: []*source.Publication{
+				pub("service/shop/self", 0, names("self.example.com"), targets("self.example.com")),
+				pub("service/shop/below", 1, names("below.example.com"), targets("a.below.example.com", "z.example.net")),
+				pub("service/shop/beside", 2, names("beside.example.com"), targets("xbeside.example.com")),
+				pub("ingress/shop/apex", 3, names("example.com"), targets("www.example.com")),
+			},
+			wantRecords: map[string][]skydns.Record{
+				"below.example.com":  {rec("below.example.com", "z.example.net", 300, "service/shop/below")},
+				"beside.example.com": {rec("beside.example.com", "xbeside.example.com", 300, "service/shop/beside")},
+				// Granted, with nothing to publish.
+				"self.example.com":     nil,
+				"apex.dns.example.com": nil,
+			},
+			wantProblems: map[string][]source.Problem{
+				"service/shop/self":  {loopProblem("self.example.com self.example.com loop")},
+				"service/shop/below": {loopProblem("below.example.com a.below.example.com loop")},
+				"ingress/shop/apex":  {loopProblem("example.com www.example.com loop")},
 			},
 		},
 		{

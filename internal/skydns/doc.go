@@ -12,6 +12,11 @@
 // different owners never collide. The exception is a record with an explicit
 // Label, such as a zone's nameserver, whose name CoreDNS takes from the key:
 // /skydns/org/example/dns/ns/ns1 is the nameserver ns1.ns.dns.example.org.
+// And a PTR record is stored at the reverse name of its address itself, with no
+// label, since CoreDNS answers a PTR query from that one key:
+//
+//	10.2.0.192.in-addr.arpa  PTR  web.default.example.org
+//	/skydns/arpa/in-addr/192/0/2/10 = {"host":"web.default.example.org","ttl":30,...}
 //
 // CoreDNS ignores the JSON fields it does not know; skylb adds "owner" and
 // "source" so that a person reading etcd sees who wrote a record and why.

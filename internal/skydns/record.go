@@ -9,10 +9,13 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/skylb/skylb/internal/dnsname"
 )
 
 // Type is the DNS type a record is served as. CoreDNS derives it from the value's
-// host field: an IPv4 address is an A record, an IPv6 address AAAA, a name CNAME.
+// host field: an IPv4 address is an A record, an IPv6 address AAAA, a name CNAME,
+// or PTR at the reverse name of an address (10.2.0.192.in-addr.arpa).
 // A record with a port is stored for SRV queries: skylb gives it a host that
 // is a name, which CoreDNS serves as the SRV target. A name that is the name
 // queried, or lies beneath it, CoreDNS takes for a CNAME loop and serves
@@ -25,6 +28,7 @@ const (
 	AAAA  Type = "AAAA"
 	CNAME Type = "CNAME"
 	SRV   Type = "SRV"
+	PTR   Type = "PTR"
 	// None is a record CoreDNS serves as nothing, such as the apex guard: its
 	// host is the zone it answers for.
 	None Type = "none"
@@ -50,12 +54,27 @@ type Record struct {
 	Label string
 }
 
+// AtName reports whether the records of a stored name are stored at the
+// name's own path rather than beneath it: the reverse name of an address,
+// whose PTR query CoreDNS answers from that one key alone
+// (/skydns/arpa/in-addr/192/0/2/10 for 192.0.2.10). Such a key holds one
+// record, whoever writes it: ownership is told by the value's owner field.
+func AtName(name string) bool {
+	if !strings.HasSuffix(name, ".arpa") {
+		return false
+	}
+	_, ok := dnsname.ReverseAddr(name)
+	return ok
+}
+
 // Type returns the DNS type CoreDNS serves the record as.
 func (r Record) Type() Type {
 	addr, err := netip.ParseAddr(r.Host)
 	switch {
 	case r.Port != 0:
 		return SRV
+	case err != nil && AtName(r.Name):
+		return PTR
 	case err != nil && loops(Queried(r.Name), r.Host):
 		return None
 	case err != nil:
@@ -102,8 +121,12 @@ func Path(prefix, name string) string {
 
 // Label returns the last key segment of a record written by owner: the record's
 // own Label when it has one, else the owner id, a hyphen and a hash of what
-// makes the record distinct within its name.
+// makes the record distinct within its name; empty for a record stored at
+// its name (see AtName).
 func Label(owner string, r Record) string {
+	if AtName(r.Name) {
+		return ""
+	}
 	if r.Label != "" {
 		return r.Label
 	}
@@ -118,7 +141,10 @@ func Label(owner string, r Record) string {
 
 // Key returns the etcd key of a record written by owner under prefix.
 func Key(prefix, owner string, r Record) string {
-	return Path(prefix, r.Name) + "/" + Label(owner, r)
+	if label := Label(owner, r); label != "" {
+		return Path(prefix, r.Name) + "/" + label
+	}
+	return Path(prefix, r.Name)
 }
 
 // Encode returns the JSON value of a record written by owner.
@@ -145,21 +171,32 @@ func Decode(b []byte) (Value, error) {
 
 // SplitKey splits a key under prefix into the stored name and the record label:
 // SplitKey("/skydns", "/skydns/org/example/web/x1") is ("web.example.org", "x1").
-// It reports false for keys outside the prefix or without a name.
+// A key at the reverse name of an address is that name with an empty label
+// (see AtName). It reports false for keys outside the prefix or without a name.
 func SplitKey(prefix, key string) (name, label string, ok bool) {
 	rest, found := strings.CutPrefix(key, strings.TrimSuffix(prefix, "/")+"/")
 	if !found {
 		return "", "", false
 	}
+	if strings.HasPrefix(rest, "arpa/") {
+		if whole := reversed(rest); AtName(whole) {
+			return whole, "", true
+		}
+	}
 	i := strings.LastIndexByte(rest, '/')
 	if i <= 0 || i == len(rest)-1 {
 		return "", "", false
 	}
-	segs := strings.Split(rest[:i], "/")
+	return reversed(rest[:i]), rest[i+1:], true
+}
+
+// reversed returns the name of a path of labels in reverse order.
+func reversed(path string) string {
+	segs := strings.Split(path, "/")
 	for l, r := 0, len(segs)-1; l < r; l, r = l+1, r-1 {
 		segs[l], segs[r] = segs[r], segs[l]
 	}
-	return strings.Join(segs, "."), rest[i+1:], true
+	return strings.Join(segs, ".")
 }
 
 // ApexName is the stored name of a zone's apex records: CoreDNS answers a query

@@ -150,6 +150,19 @@ func TestLabelExplicit(t *testing.T) {
 	}
 }
 
+func TestKeyAtName(t *testing.T) {
+	r := Record{Name: "10.2.0.192.in-addr.arpa", Host: "web.example.org", TTL: 30}
+	for _, o := range []string{"default", "cluster-b"} {
+		if got, want := Key(prefix, o, r), "/skydns/arpa/in-addr/192/0/2/10"; got != want {
+			t.Errorf("Key(%q, %q, %+v) = %q, want %q: CoreDNS reads a PTR from the reverse name's own key", prefix, o, r, got, want)
+		}
+	}
+	r.Label = "x1"
+	if got, want := Key(prefix, owner, r), "/skydns/arpa/in-addr/192/0/2/10"; got != want {
+		t.Errorf("Key(%q, %q, %+v) = %q, want %q: a label has no place at a reverse name", prefix, owner, r, got, want)
+	}
+}
+
 func TestKey(t *testing.T) {
 	r := Record{Name: "web.default.example.org", Host: "192.0.2.10", TTL: 30}
 	want := "/skydns/org/example/default/web/default-" + hashOf("192.0.2.10")
@@ -184,6 +197,11 @@ func TestType(t *testing.T) {
 		{host: "::1", want: AAAA},
 		{host: "lb.example.net", want: CNAME},
 		{host: "192.0.2.010", want: CNAME}, // leading zeros: not an address for CoreDNS either
+		// CoreDNS answers a PTR query from the key at the reverse name itself.
+		{name: "10.2.0.192.in-addr.arpa", host: "web.example.org", want: PTR},
+		{name: "1.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa", host: "web.example.org", want: PTR},
+		{name: "10.2.0.192.in-addr.arpa", host: "192.0.2.10", want: A},
+		{name: "2.0.192.in-addr.arpa", host: "web.example.org", want: CNAME},
 		{host: "", want: CNAME},
 		{
 			// CoreDNS's msg.Service.HostType serves an IPv4-mapped IPv6 address as A
@@ -230,6 +248,11 @@ func TestSplitKey(t *testing.T) {
 		{name: "single label name", prefix: "/skydns", key: "/skydns/org/x1", wantName: "org", wantLabel: "x1", wantOK: true},
 		{name: "apex", prefix: "/skydns", key: "/skydns/org/example/dns/apex/default-0123456789ab", wantName: "apex.dns.example.org", wantLabel: "default-0123456789ab", wantOK: true},
 		{name: "deep prefix", prefix: "/a/b", key: "/a/b/org/example/web/x1", wantName: "web.example.org", wantLabel: "x1", wantOK: true},
+		{name: "PTR", prefix: "/skydns", key: "/skydns/arpa/in-addr/192/0/2/10", wantName: "10.2.0.192.in-addr.arpa", wantOK: true},
+		{name: "PTR, IPv6", prefix: "/skydns", key: "/skydns/arpa/ip6/2/0/0/1/0/d/b/8/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/1/1", wantName: "1.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa", wantOK: true},
+		{name: "beneath a reverse name", prefix: "/skydns", key: "/skydns/arpa/in-addr/192/0/2/10/x1", wantName: "10.2.0.192.in-addr.arpa", wantLabel: "x1", wantOK: true},
+		{name: "reverse zone's nameserver", prefix: "/skydns", key: "/skydns/arpa/in-addr/10/dns/ns/ns1", wantName: "ns.dns.10.in-addr.arpa", wantLabel: "ns1", wantOK: true},
+		{name: "not an address", prefix: "/skydns", key: "/skydns/arpa/in-addr/192/0/2/010", wantName: "2.0.192.in-addr.arpa", wantLabel: "010", wantOK: true},
 
 		{name: "outside prefix", prefix: "/skydns", key: "/other/org/example/web/x1"},
 		{name: "prefix as part of a segment", prefix: "/skydns", key: "/skydnsx/org/example/web/x1"},
@@ -349,6 +372,9 @@ var goldenRecords = []Record{
 	{Name: "ns.dns.example.org", Host: "192.0.2.53", TTL: 30, Source: "nameserver/ns1", Label: "ns1"},
 	{Name: "ns.dns.example.org", Host: "2001:db8::53", TTL: 30, Source: "nameserver/selector", Label: "ns2"},
 	{Name: ApexName("example.com"), Host: "example.com", TTL: 30, Source: "apex-guard"},
+	{Name: "10.2.0.192.in-addr.arpa", Host: "web.default.example.org", TTL: 30, Source: "service/default/web"},
+	{Name: "0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa", Host: "web.default.example.org", TTL: 30, Source: "service/default/web"},
+	{Name: "ns.dns.2.0.192.in-addr.arpa", Host: "192.0.2.53", TTL: 30, Source: "nameserver/ns1", Label: "ns1"},
 }
 
 func TestGolden(t *testing.T) {
@@ -385,6 +411,8 @@ func FuzzKeyRoundTrip(f *testing.F) {
 	f.Add("a.b.c.d.e.f.example.org", "192.0.2.10", 8080)
 	f.Add("Web.Example.Org.", "", -1)
 	f.Add("x", "host/with/slashes", 53)
+	f.Add("10.2.0.192.in-addr.arpa", "web.example.org", 0)
+	f.Add("10.2.0.192.in-addr.arpa", "192.0.2.10", 80)
 	f.Fuzz(func(t *testing.T, in, host string, port int) {
 		name, err := dnsname.Parse(in)
 		if err != nil {
@@ -399,6 +427,13 @@ func FuzzKeyRoundTrip(f *testing.F) {
 		wantLabel := Label(owner, r)
 		if !ok || gotName != name || gotLabel != wantLabel {
 			t.Errorf("SplitKey(%q, %q) = %q, %q, %v; want %q, %q, true", prefix, key, gotName, gotLabel, ok, name, wantLabel)
+		}
+		if AtName(name) {
+			// CoreDNS answers the PTR query of an address from this key alone.
+			if gotLabel != "" || key != Path(prefix, name) {
+				t.Errorf("Key(%q, %q, %+v) = %q, label %q; want %q, the name's own path", prefix, owner, r, key, gotLabel, Path(prefix, name))
+			}
+			return
 		}
 		if !dnsname.IsLabel(gotLabel) {
 			t.Errorf("Label(%q, %+v) = %q, want a valid DNS label", owner, r, gotLabel)

@@ -83,6 +83,9 @@ type Config struct {
 	// ApexNamespaces are the namespaces whose objects may publish a zone's
 	// apex; the apex is the operator's, so with none no object may.
 	ApexNamespaces []string
+	// ExternalNames says which ExternalName Services are published as
+	// CNAMEs; empty means ExternalNamesAnnotated.
+	ExternalNames ExternalNames
 }
 
 // Defaults of the caps.
@@ -120,26 +123,18 @@ func NewBuilder(cfg Config, listers Listers) *Builder {
 	return &Builder{cfg: cfg, listers: listers}
 }
 
-// Service returns the publication of a Service, or nil when it publishes nothing
-// because it is not of type LoadBalancer.
+// Service returns the publication of a Service, or nil when it publishes
+// nothing: it is neither of type LoadBalancer nor an ExternalName Service
+// that Config.ExternalNames publishes.
 func (b *Builder) Service(svc *corev1.Service) *Publication {
-	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+	switch svc.Spec.Type {
+	case corev1.ServiceTypeLoadBalancer:
+	case corev1.ServiceTypeExternalName:
+		return b.externalName(svc)
+	default:
 		return nil
 	}
-	p := b.newPublication(KindService, &svc.ObjectMeta, corev1.ObjectReference{
-		Kind: "Service", APIVersion: "v1", Namespace: svc.Namespace, Name: svc.Name, UID: svc.UID,
-	})
-	zone := b.cfg.Zones[0]
-	if b.cfg.ClusterLabel != "" {
-		zone = b.cfg.ClusterLabel + "." + zone
-	}
-	generated := svc.Name + "." + svc.Namespace + "." + zone
-	b.addName(p, generated, true)
-	if b.cfg.DefaultNamespace != "" && svc.Namespace == b.cfg.DefaultNamespace {
-		b.addName(p, svc.Name+"."+zone, true)
-	}
-	b.addAnnotatedNames(p, svc.Annotations)
-
+	p := b.servicePublication(svc)
 	implemented := b.Implements(svc)
 	p.Mode = b.mode(p, svc, implemented)
 	if len(svc.Spec.Ports) > 0 {
@@ -186,6 +181,25 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 			}
 		}
 	}
+	return p
+}
+
+// servicePublication returns a Service's publication with its names: the
+// generated ones first, then those of its annotations.
+func (b *Builder) servicePublication(svc *corev1.Service) *Publication {
+	p := b.newPublication(KindService, &svc.ObjectMeta, corev1.ObjectReference{
+		Kind: "Service", APIVersion: "v1", Namespace: svc.Namespace, Name: svc.Name, UID: svc.UID,
+	})
+	zone := b.cfg.Zones[0]
+	if b.cfg.ClusterLabel != "" {
+		zone = b.cfg.ClusterLabel + "." + zone
+	}
+	generated := svc.Name + "." + svc.Namespace + "." + zone
+	b.addName(p, generated, true)
+	if b.cfg.DefaultNamespace != "" && svc.Namespace == b.cfg.DefaultNamespace {
+		b.addName(p, svc.Name+"."+zone, true)
+	}
+	b.addAnnotatedNames(p, svc.Annotations)
 	return p
 }
 

@@ -79,6 +79,7 @@ const (
 	ReasonInvalidTTL        = "InvalidTTL"
 	ReasonHostnameConflict  = "HostnameConflict"
 	ReasonCNAMEIgnored      = "CNAMEIgnored"
+	ReasonCNAMELoop         = "CNAMELoop"
 	ReasonNoEndpoints       = "NoEndpoints"
 	ReasonAllUnhealthy      = "AllAddressesUnhealthy"
 	ReasonInvalidAnnotation = "InvalidAnnotation"

@@ -227,6 +227,7 @@ func (e *env) startCoreDNS(t *testing.T, ctx context.Context, name, addr string)
 	}
 	vars := map[string]string{
 		"SKYLB_DNS_ZONE": zoneName, "SKYLB_DNS_BIND": addr, "SKYLB_DNS_PORT": "53",
+		"SKYLB_DNS_REVERSE_ZONE_IPV4": "", "SKYLB_DNS_REVERSE_ZONE_IPV6": "",
 		"SKYLB_ETCD_ENDPOINT": e.st.EtcdURL,
 		"SKYLB_ETCD_CERT":     filepath.Join(e.st.Certs, "coredns.crt"),
 		"SKYLB_ETCD_KEY":      filepath.Join(e.st.Certs, "coredns.key"),
@@ -260,7 +261,7 @@ func (e *env) startCoreDNS(t *testing.T, ctx context.Context, name, addr string)
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.st.StartProcess(name, filepath.Join(e.st.BinDir, "coredns"), "-conf", path)
+	p, err := e.st.StartProcess(name, filepath.Join(e.st.BinDir, "coredns"), "-conf", path, "-dns.port", "53")
 	if err != nil {
 		t.Fatal(err)
 	}

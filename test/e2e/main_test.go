@@ -37,8 +37,13 @@ var nodes = []stack.NodeSpec{
 	{Name: "node-3", InternalIP: []string{"192.0.2.13", "2001:db8::13"}, PodCIDR: "10.244.3.0/24"},
 }
 
+// reverseZones are the reverse zones CoreDNS serves and skylb publishes PTR
+// records in: those of the nodes' addresses.
+var reverseZones = []string{"192.0.2.0/24", "2001:db8::/32"}
+
 // skylbArgs are the flags of the skylb under test, besides those the stack sets.
-var skylbArgs = []string{"--default-namespace=default", "--resync-interval=1m", "--log-level=debug", "--apex-namespaces=owner"}
+var skylbArgs = []string{"--default-namespace=default", "--resync-interval=1m", "--log-level=debug", "--apex-namespaces=owner",
+	"--reverse-zone=" + reverseZones[0], "--reverse-zone=" + reverseZones[1]}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -63,7 +68,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	st, err = stack.Start(ctx, stack.Options{Root: root, Dir: dir, Zone: "example.org", Log: os.Stderr})
+	st, err = stack.Start(ctx, stack.Options{Root: root, Dir: dir, Zone: "example.org", ReverseZones: reverseZones, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start stack:", err)
 		return 1
@@ -150,6 +155,26 @@ func within(t *testing.T, limit time.Duration, name string, want ...string) time
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// withinType waits up to limit for CoreDNS to answer a query of name and
+// qtype with exactly want (as stack.Answers writes them), or with NXDOMAIN
+// when want is empty, and returns how long it took.
+func withinType(t *testing.T, limit time.Duration, name string, qtype uint16, want ...string) time.Duration {
+	t.Helper()
+	slices.Sort(want)
+	start := time.Now()
+	stack.Eventually(t, limit, fmt.Sprintf("%s %s answers %q (NXDOMAIN if empty)", dns.TypeToString[qtype], name, want), func() (bool, string) {
+		rcode, got, err := stack.Query(st.DNSAddr, name, qtype)
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(want) == 0 {
+			return rcode == dns.RcodeNameError, fmt.Sprintf("%s %q", dns.RcodeToString[rcode], got)
+		}
+		return rcode == dns.RcodeSuccess && slices.Equal(got, want), fmt.Sprintf("%s %q", dns.RcodeToString[rcode], got)
+	})
+	return time.Since(start)
 }
 
 // addresses returns the A and AAAA answers of name together.

@@ -18,21 +18,8 @@ func TestRecordsCommandReadOnly(t *testing.T) {
 	metallb(t, "inspect", "web", []corev1.LoadBalancerIngress{{IP: "203.0.113.80"}})
 	within(t, quick, "web.inspect.example.org", "203.0.113.80")
 
-	out, err := exec.Command(st.SkylbBinary(), "records",
-		"--etcd-endpoints="+st.EtcdURL, "--etcd-ca-file="+filepath.Join(st.Certs, "ca.crt"),
-		"--etcd-cert-file="+filepath.Join(st.Certs, "coredns.crt"), "--etcd-key-file="+filepath.Join(st.Certs, "coredns.key"),
-	).CombinedOutput()
-	if err != nil {
-		t.Fatalf("skylb records as user coredns: %v\n%s", err, out)
-	}
+	out, lines, has := skylbRecords(t)
 	t.Logf("skylb records as user coredns:\n%s", out)
-	var lines [][]string // the fields of each line
-	for _, l := range strings.Split(string(out), "\n") {
-		lines = append(lines, strings.Fields(l))
-	}
-	has := func(prefix ...string) bool {
-		return slices.ContainsFunc(lines, func(f []string) bool { return len(f) >= len(prefix) && slices.Equal(f[:len(prefix)], prefix) })
-	}
 	for _, want := range [][]string{
 		{"web.inspect.example.org", "A", "203.0.113.80", "30", "default", "?"},
 		{"_http._tcp.web.inspect.example.org", "SRV", "web.inspect.example.org:80", "30", "default", "?"},
@@ -56,7 +43,28 @@ func TestRecordsCommandReadOnly(t *testing.T) {
 	if apex == 0 {
 		t.Errorf("skylb records shows nothing at the apex example.org:\n%s", out)
 	}
-	if !strings.Contains(string(out), "claims under /skylb/claims/ could not be read (permission denied)") {
+	if !strings.Contains(out, "claims under /skylb/claims/ could not be read (permission denied)") {
 		t.Errorf("skylb records does not say that the claims could not be read:\n%s", out)
+	}
+}
+
+// skylbRecords runs skylb records as CoreDNS's read-only etcd user and
+// returns its output, the fields of each line, and whether a line begins
+// with the given fields.
+func skylbRecords(t *testing.T) (string, [][]string, func(prefix ...string) bool) {
+	t.Helper()
+	out, err := exec.Command(st.SkylbBinary(), "records",
+		"--etcd-endpoints="+st.EtcdURL, "--etcd-ca-file="+filepath.Join(st.Certs, "ca.crt"),
+		"--etcd-cert-file="+filepath.Join(st.Certs, "coredns.crt"), "--etcd-key-file="+filepath.Join(st.Certs, "coredns.key"),
+	).CombinedOutput()
+	if err != nil {
+		t.Fatalf("skylb records as user coredns: %v\n%s", err, out)
+	}
+	var lines [][]string
+	for _, l := range strings.Split(string(out), "\n") {
+		lines = append(lines, strings.Fields(l))
+	}
+	return string(out), lines, func(prefix ...string) bool {
+		return slices.ContainsFunc(lines, func(f []string) bool { return len(f) >= len(prefix) && slices.Equal(f[:len(prefix)], prefix) })
 	}
 }

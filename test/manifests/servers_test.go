@@ -126,8 +126,8 @@ func coreDNS(ctx context.Context, t *testing.T, s *stack.Stack, bin string, rr *
 	pod := dep.Spec.Template.Spec
 	c := pod.Containers[0]
 	cm := as[corev1.ConfigMap](t, rr.get(t, "ConfigMap", nsCoreDNS, configMapMount(t, pod, c, "/etc/coredns/conf")))
-	if want := []string{"-conf", "/etc/coredns/conf/Corefile"}; !slices.Equal(c.Args, want) {
-		t.Errorf("CoreDNS args %v, want %v", c.Args, want)
+	if want := []string{"-conf", "/etc/coredns/conf/Corefile", "-dns.port", "$(SKYLB_DNS_PORT)"}; !slices.Equal(c.Args, want) {
+		t.Fatalf("CoreDNS args %v, want %v", c.Args, want)
 	}
 	corefile := cm.Data["Corefile"]
 	env := rr.env(t, nsCoreDNS, c)
@@ -196,7 +196,11 @@ func coreDNS(ctx context.Context, t *testing.T, s *stack.Stack, bin string, rr *
 	if err := os.WriteFile(conf, []byte(corefile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := startProcess(t, "coredns", runEnv, filepath.Join(bin, "coredns"), "-conf", conf)
+	// The Deployment's args, expanded as the kubelet does, with the
+	// Corefile's path here.
+	args := expand(c.Args, runEnv)
+	args[slices.Index(args, "/etc/coredns/conf/Corefile")] = conf
+	p := startProcess(t, "coredns", runEnv, filepath.Join(bin, "coredns"), args...)
 	if err := p.waitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/ready", ready), 20*time.Second); err != nil {
 		t.Fatalf("CoreDNS with the ConfigMap's Corefile: %v", err)
 	}

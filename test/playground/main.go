@@ -77,7 +77,12 @@ var skylbArgs = []string{
 	// CoreDNS listens on 127.0.0.1: the zone's nameserver, published at the
 	// apex (NS) with its address (ns1.ns.dns.example.org).
 	"--nameserver=ns1=127.0.0.1",
+	// The nodes' addresses get PTR records (CoreDNS serves the zone too).
+	"--reverse-zone=" + reverseZone,
 }
+
+// reverseZone is the reverse zone of the nodes' addresses.
+const reverseZone = "192.0.2.0/24"
 
 func usage() {
 	fmt.Fprint(os.Stderr, `usage: playground up [--skylb-ldflags FLAGS]|status|down [--purge]|node-ready NODE true|false|kubelet [--dir DIR]
@@ -162,7 +167,7 @@ func up(ctx context.Context, root, dir, ldflags string) (err error) {
 		return lerr
 	}
 
-	opts := stack.Options{Root: root, Dir: dir, Zone: zone, Detach: true, Ports: Ports, CacheTTL: 1, Log: os.Stdout}
+	opts := stack.Options{Root: root, Dir: dir, Zone: zone, ReverseZones: []string{reverseZone}, Detach: true, Ports: Ports, CacheTTL: 1, Log: os.Stdout}
 	if ldflags != "" {
 		opts.SkylbBuildFlags = []string{"-ldflags=" + ldflags}
 	}
@@ -403,6 +408,7 @@ func printInstructions(root string, s *stack.Stack) {
 	cmd("the same Service, by its skylb.io/hostname annotation", dig+" www.example.org +short")
 	cmd("Ingress demo/shop (no status of its own: --ingress-service=demo/web)", dig+" shop.example.org +short")
 	cmd("the zone's nameserver (--nameserver=ns1=127.0.0.1) and its address", dig+" example.org NS +short; "+dig+" ns1.ns.dns.example.org +short")
+	cmd("a node's address, back to a name that publishes it: the oldest object's (--reverse-zone="+reverseZone+")", dig+" -x 192.0.2.11 +short")
 	section("Kubernetes: API server " + s.APIServerURL)
 	cmd("EXTERNAL-IP of demo/web: the node addresses skylb wrote to its status", kc+" get svc -A")
 	cmd("three pods, one per node, IPs from the nodes' PodCIDRs; the EndpointSlice", kc+" get pods,endpointslices -n demo -o wide")

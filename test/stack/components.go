@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -122,24 +123,46 @@ func (s *Stack) corednsSpec(corefile string, cacheTTL, dns, health, ready, metri
 	if len(s.EtcdURLs) > 1 {
 		corefile = s.clusterCorefile(corefile)
 	}
+	env := []string{
+		"SKYLB_DNS_ZONE=" + s.Zone,
+		"SKYLB_DNS_BIND=127.0.0.1",
+		"SKYLB_DNS_PORT=" + strconv.Itoa(dns),
+		"SKYLB_DNS_CACHE_TTL=" + strconv.Itoa(cacheTTL),
+		"SKYLB_ETCD_ENDPOINT=" + s.EtcdURL,
+		"SKYLB_ETCD_CERT=" + filepath.Join(s.Certs, "coredns.crt"),
+		"SKYLB_ETCD_KEY=" + filepath.Join(s.Certs, "coredns.key"),
+		"SKYLB_ETCD_CA=" + filepath.Join(s.Certs, "ca.crt"),
+		fmt.Sprintf("SKYLB_HEALTH_ADDR=127.0.0.1:%d", health),
+		"SKYLB_DNS_LAMEDUCK=0s",
+		fmt.Sprintf("SKYLB_READY_ADDR=127.0.0.1:%d", ready),
+		fmt.Sprintf("SKYLB_METRICS_ADDR=127.0.0.1:%d", metrics),
+	}
+	// withDefaults checked the reverse zones.
+	reverse, _ := reverseZoneVars(s.ReverseZones)
 	return componentSpec{
 		path: s.bin("coredns"),
-		args: []string{"-conf", corefile},
-		env: []string{
-			"SKYLB_DNS_ZONE=" + s.Zone,
-			"SKYLB_DNS_BIND=127.0.0.1",
-			"SKYLB_DNS_PORT=" + strconv.Itoa(dns),
-			"SKYLB_DNS_CACHE_TTL=" + strconv.Itoa(cacheTTL),
-			"SKYLB_ETCD_ENDPOINT=" + s.EtcdURL,
-			"SKYLB_ETCD_CERT=" + filepath.Join(s.Certs, "coredns.crt"),
-			"SKYLB_ETCD_KEY=" + filepath.Join(s.Certs, "coredns.key"),
-			"SKYLB_ETCD_CA=" + filepath.Join(s.Certs, "ca.crt"),
-			fmt.Sprintf("SKYLB_HEALTH_ADDR=127.0.0.1:%d", health),
-			"SKYLB_DNS_LAMEDUCK=0s",
-			fmt.Sprintf("SKYLB_READY_ADDR=127.0.0.1:%d", ready),
-			fmt.Sprintf("SKYLB_METRICS_ADDR=127.0.0.1:%d", metrics),
-		},
+		// The Corefile's zones take the port of -dns.port.
+		args: []string{"-conf", corefile, "-dns.port", strconv.Itoa(dns)},
+		env:  append(env, reverse...),
 	}
+}
+
+// reverseZoneVars returns the Corefile's variables of the reverse zones
+// given as CIDRs, each set, empty when it has none: one IPv4 and one IPv6
+// zone at most.
+func reverseZoneVars(zones []string) ([]string, error) {
+	vars := map[bool]string{}
+	for _, z := range zones {
+		p, err := netip.ParsePrefix(z)
+		if err != nil {
+			return nil, fmt.Errorf("stack: reverse zone %q: %w", z, err)
+		}
+		if _, ok := vars[p.Addr().Is4()]; ok {
+			return nil, fmt.Errorf("stack: reverse zone %q: the Corefile takes one reverse zone of each IP family", z)
+		}
+		vars[p.Addr().Is4()] = p.String()
+	}
+	return []string{"SKYLB_DNS_REVERSE_ZONE_IPV4=" + vars[true], "SKYLB_DNS_REVERSE_ZONE_IPV6=" + vars[false]}, nil
 }
 
 // StartCoreDNS runs one more CoreDNS as the named process, serving the zone

@@ -33,8 +33,8 @@ func Query(server, name string, qtype uint16) (int, []string, error) {
 }
 
 // Answers returns, sorted, the data of the answer section of m: the addresses
-// (A, AAAA), the targets of NS records without the final dot, and
-// "CNAME target" for a CNAME; nothing for a nil message.
+// (A, AAAA), the targets of NS records without the final dot, "CNAME target"
+// for a CNAME and "PTR target" for a PTR; nothing for a nil message.
 func Answers(m *dns.Msg) []string {
 	if m == nil {
 		return nil
@@ -50,6 +50,8 @@ func Answers(m *dns.Msg) []string {
 			out = append(out, strings.TrimSuffix(v.Ns, "."))
 		case *dns.CNAME:
 			out = append(out, "CNAME "+strings.TrimSuffix(v.Target, "."))
+		case *dns.PTR:
+			out = append(out, "PTR "+strings.TrimSuffix(v.Ptr, "."))
 		}
 	}
 	slices.Sort(out)

@@ -62,6 +62,11 @@ type Options struct {
 	// Zone is the DNS zone CoreDNS serves and skylb publishes in. Default
 	// "example.org".
 	Zone string
+	// ReverseZones are the reverse zones CoreDNS serves beside Zone, as
+	// CIDRs: at most one IPv4 and one IPv6 prefix, the Corefile's
+	// SKYLB_DNS_REVERSE_ZONE_IPV4 and SKYLB_DNS_REVERSE_ZONE_IPV6. skylb
+	// publishes PTR records there when started with --reverse-zone.
+	ReverseZones []string
 	// Detach starts the processes in sessions of their own so that they
 	// outlive the caller (the playground). Otherwise they are killed by the
 	// kernel (SIGKILL) when the caller dies.
@@ -242,6 +247,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Zone == "" {
 		o.Zone = "example.org"
+	}
+	if _, err := reverseZoneVars(o.ReverseZones); err != nil {
+		return o, err
 	}
 	if o.CacheTTL <= 0 {
 		o.CacheTTL = 1
@@ -689,6 +697,7 @@ type state struct {
 	Root            string      `json:"root"`
 	Dir             string      `json:"dir"`
 	Zone            string      `json:"zone"`
+	ReverseZones    []string    `json:"reverse_zones,omitempty"`
 	Detach          bool        `json:"detach"`
 	CacheTTL        int         `json:"cache_ttl"`
 	BinDir          string      `json:"bin_dir"`
@@ -709,7 +718,7 @@ type state struct {
 // save writes stack.json atomically.
 func (s *Stack) save() error {
 	st := state{
-		Root: s.Root, Dir: s.Dir, Zone: s.Zone, Detach: s.Detach, CacheTTL: s.CacheTTL,
+		Root: s.Root, Dir: s.Dir, Zone: s.Zone, ReverseZones: s.ReverseZones, Detach: s.Detach, CacheTTL: s.CacheTTL,
 		BinDir: s.BinDir, Corefile: s.Corefile, SkylbBuildFlags: s.SkylbBuildFlags,
 		Ports: s.Ports, Certs: s.Certs, EtcdURL: s.EtcdURL, KubeEtcdURL: s.KubeEtcdURL,
 		EtcdMembers: s.Options.EtcdMembers, EtcdFlags: s.EtcdFlags,
@@ -749,7 +758,7 @@ func Load(dir string) (*Stack, error) {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, StateFile), err)
 	}
 	s := newStack(Options{
-		Root: st.Root, Dir: st.Dir, Zone: st.Zone, Detach: st.Detach, Ports: st.Ports,
+		Root: st.Root, Dir: st.Dir, Zone: st.Zone, ReverseZones: st.ReverseZones, Detach: st.Detach, Ports: st.Ports,
 		CacheTTL: st.CacheTTL, BinDir: st.BinDir, Corefile: st.Corefile, SkylbBuildFlags: st.SkylbBuildFlags,
 		EtcdMembers: st.EtcdMembers, EtcdFlags: st.EtcdFlags,
 	})

@@ -1,0 +1,129 @@
+package publish
+
+import (
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/skylb/skylb/internal/skydns"
+)
+
+// A name stored at its name (skydns.AtName: the reverse name of an address,
+// where its PTR record lives) differs from the others in two ways.
+//
+// Its key is not this cluster's own: it is the one key CoreDNS reads for the
+// address, so any writer of a PTR record for the address (another cluster, a
+// person, another tool) writes the same key. skylb writes it only while
+// nobody else holds it: a value there that is not this cluster's (another
+// owner's, hand-written, not JSON) occupies the name, and skylb leaves it
+// alone, claim included, until that value goes. Each put and delete of such a
+// key is guarded in its transaction: the key is absent, or this cluster's at
+// the revision the view holds. A write racing another writer's fails, and is
+// decided again once the watch has delivered the other write.
+//
+// And its records follow another name (Want.Follows): a PTR record points to
+// a name and exists only while this cluster publishes that name, that is,
+// while its claim on the name is granted (see claims.go), not merely while
+// its objects want it. A name whose followed name another cluster holds is
+// withdrawn with its claim, and written again once the followed name is
+// granted.
+
+// keyCond is the condition on a key stored at its name.
+type keyCond struct {
+	key    string
+	modRev int64 // the revision the key must have; 0: it must be absent
+}
+
+// keyConds appends the conditions of guards.
+func keyConds(guards []keyCond, cmps []clientv3.Cmp) []clientv3.Cmp {
+	for _, g := range guards {
+		if g.modRev == 0 {
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(g.key), "=", 0))
+		} else {
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(g.key), "=", g.modRev))
+		}
+	}
+	return cmps
+}
+
+// heldLocked reports whether a name's records may not be written now: its
+// key is occupied by another writer, or this cluster does not publish the
+// name its records follow.
+func (p *Publisher) heldLocked(stored string, n *name) bool {
+	if p.occupied[stored] {
+		return true
+	}
+	if n.follows == "" || !p.claiming() {
+		return false
+	}
+	d, ok := p.verdicts[n.follows]
+	return !ok || !d.Granted
+}
+
+// followLocked records the name stored follows; empty for none.
+func (p *Publisher) followLocked(stored string, n *name, follows string) {
+	if n.follows == follows {
+		return
+	}
+	if n.follows != "" {
+		if set := p.followers[n.follows]; set != nil {
+			delete(set, stored)
+			if len(set) == 0 {
+				delete(p.followers, n.follows)
+			}
+		}
+	}
+	n.follows = follows
+	if follows != "" {
+		if p.followers[follows] == nil {
+			p.followers[follows] = make(nameSet)
+		}
+		p.followers[follows][stored] = struct{}{}
+	}
+}
+
+// followersLastLocked moves the names that follow another after the others,
+// each part in its order.
+func (p *Publisher) followersLastLocked(names []string) []string {
+	var following []string
+	kept := names[:0]
+	for _, stored := range names {
+		if n := p.names[stored]; n != nil && n.follows != "" {
+			following = append(following, stored)
+		} else {
+			kept = append(kept, stored)
+		}
+	}
+	return append(kept, following...)
+}
+
+// refollowLocked queues the names following stored for the flush under way,
+// after the decision on stored changed.
+func (p *Publisher) refollowLocked(stored string) {
+	for f := range p.followers[stored] {
+		p.refollow = append(p.refollow, f)
+	}
+}
+
+// occupyLocked records whether the key of a name stored at its name holds a
+// value that is not this cluster's, and marks the name when that changes.
+func (p *Publisher) occupyLocked(stored string, occupied bool) {
+	if p.occupied[stored] == occupied {
+		return
+	}
+	if occupied {
+		p.occupied[stored] = true
+	} else {
+		delete(p.occupied, stored)
+	}
+	n := p.names[stored]
+	if n == nil {
+		return
+	}
+	if occupied && n.records != nil {
+		p.cfg.Log.WithField("name", stored).
+			Warn("another writer holds the key of this name; leaving it alone until its value goes")
+	}
+	p.markLocked(stored)
+}
+
+// atName reports whether a stored name's records are stored at the name.
+func atName(stored string) bool { return skydns.AtName(stored) }
