@@ -9,7 +9,10 @@
 #   kube-apiserver, kube-controller-manager  k8s.io/kubernetes  (test/tools/go.mod)
 #   kube-node (+ symlinks kubelet,           k8s.io/kubernetes  (test/tools/go.mod)
 #     kube-scheduler, kube-proxy)
-#   coredns                                  github.com/coredns/coredns@COREDNS_VERSION
+#   coredns                                  github.com/coredns/coredns at the
+#                                            version test/tools/coredns/go.mod
+#                                            requires, with the plugins skylb's
+#                                            Corefiles use (its main.go)
 #   source-controller, kustomize-controller  github.com/fluxcd/NAME at the version
 #                                            test/tools/flux/NAME/go.mod requires
 #   cert-manager-controller                  github.com/cert-manager/cert-manager at
@@ -38,12 +41,11 @@
 #        (GOCACHE, GOMODCACHE, GOPROXY, GOFLAGS, ...).
 set -euo pipefail
 
-COREDNS_VERSION=v1.15.0
-
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOOLS=$ROOT/test/tools
 BIN_DIR=${BIN_DIR:-$ROOT/bin}
 ETCD_DIR=$TOOLS/etcd
+COREDNS_DIR=$TOOLS/coredns
 FLUX_DIR=$TOOLS/flux
 CERT_MANAGER_DIR=$TOOLS/cert-manager
 PROMETHEUS_DIR=$TOOLS/prometheus
@@ -117,9 +119,11 @@ plan() {
 	etcd | etcdctl | etcdutl) etcd_version=$ETCD_VERSION ;;
 	etcd-*) etcd_version=${1#etcd-} ;;
 	kube-apiserver | kube-controller-manager | kube-node) module=k8s.io/kubernetes ;;
-	coredns) module= ;;
 	# Each of these has a module of its own under test/tools that pins the
 	# upstream module; PKG is the command, the tool of that go.mod.
+	coredns)
+		# A main of our own: CoreDNS with the plugins skylb's Corefiles use.
+		module=github.com/coredns/coredns tool_dir=$COREDNS_DIR PKG=. ;;
 	source-controller | kustomize-controller)
 		module=github.com/fluxcd/$1 tool_dir=$FLUX_DIR/$1 PKG=github.com/fluxcd/$1 ;;
 	cert-manager-controller)
@@ -150,8 +154,6 @@ plan() {
 		}
 		VERSION=v$etcd_version
 		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
-	elif [ -z "$module" ]; then
-		VERSION=$COREDNS_VERSION
 	elif [ -n "$tool_dir" ]; then
 		MODDIR=$tool_dir
 		VERSION=$(cd "$MODDIR" && go list -m -f '{{.Version}}' "$module")
@@ -184,14 +186,11 @@ build_tool() {
 		-o "$BIN_DIR/.$1.tmp" "$PKG")
 }
 
-# start_coredns: starts "go install" of CoreDNS in the background, into a
-# private GOBIN (bin/.coredns.gobin) so that bin/ stays untouched until the
-# build has succeeded. Sets BG_PID to the go command's process id.
-CORE_GOBIN=$BIN_DIR/.coredns.gobin
+# start_coredns: starts building CoreDNS in the background, into
+# bin/.coredns.tmp. Sets BG_PID to the go command's process id.
 start_coredns() {
-	rm -rf "$CORE_GOBIN"
-	(GOBIN=$CORE_GOBIN exec go install "${BUILD_FLAGS[@]}" -ldflags="$LDFLAGS" \
-		"github.com/coredns/coredns@$COREDNS_VERSION") >"$BIN_DIR/.coredns.log" 2>&1 &
+	(cd "$MODDIR" && exec go build "${BUILD_FLAGS[@]}" -ldflags="$LDFLAGS" \
+		-o "$BIN_DIR/.coredns.tmp" "$PKG") >"$BIN_DIR/.coredns.log" 2>&1 &
 	BG_PID=$!
 }
 
@@ -267,8 +266,7 @@ if [ -n "$BG_PID" ]; then
 		exit 1
 	fi
 	BG_PID=
-	mv -f "$CORE_GOBIN/coredns" "$BIN_DIR/.coredns.tmp"
-	rm -rf "$CORE_GOBIN" "$BIN_DIR/.coredns.log"
+	rm -f "$BIN_DIR/.coredns.log"
 	STAMP=$core_stamp
 	put_in_place coredns
 	log "coredns $core_version: built in $(elapsed $((SECONDS - core_t0))) (total $(elapsed $((SECONDS - START))))"
