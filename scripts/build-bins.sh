@@ -40,7 +40,8 @@
 #   with etcdctl and etcdutl; kube-apiserver, kube-controller-manager and
 #   kube-node), which compiles the packages they share once and links them
 #   side by side;
-# - up to BUILD_JOBS (default 2) go builds run at once, the slowest first: the
+# - up to BUILD_JOBS (default 2) go builds run at once, the slowest first
+#   (and a slower build that was still downloading starts beside them): the
 #   cores stay busy while one links (a single thread) or compiles a large
 #   package alone;
 # - the go commands' output goes to bin/.NAME.log, shown if one fails. What is
@@ -446,8 +447,8 @@ done
 
 # The standard library and every build's module downloads start at once (the
 # downloads wait on the network, the compiler keeps the cores busy); a build
-# starts once the standard library is compiled and its modules are in,
-# while fewer than BUILD_JOBS builds run, the slowest first. Every second:
+# starts once the standard library is compiled and its modules are in, the
+# slowest first. Every second:
 # what ended; a progress line every second on a terminal, else every 30
 # seconds.
 if [ ${#U_NAMES[@]} -gt 0 ] || [ "$std_only" = true ]; then
@@ -489,11 +490,17 @@ while [ -n "$STD_PID" ] || [[ " ${U_STATE[*]} " =~ \ (listing|ready|building)\  
 			;;
 		esac
 	done
+	# A build starts while fewer than BUILD_JOBS slower ones (earlier in
+	# ALL) run: one whose modules took longer to download than those of
+	# faster builds does not wait for them.
+	ahead=0
 	for i in "${!U_NAMES[@]}"; do
-		[ "$STD_DONE" = true ] && [ "$running" -lt "$BUILD_JOBS" ] || break
-		[ "${U_STATE[i]}" = ready ] || continue
-		start_build "$i"
-		running=$((running + 1))
+		[ "$STD_DONE" = true ] && [ "$ahead" -lt "$BUILD_JOBS" ] || break
+		if [ "${U_STATE[i]}" = ready ]; then
+			start_build "$i"
+			running=$((running + 1))
+		fi
+		[ "${U_STATE[i]}" != building ] || ahead=$((ahead + 1))
 	done
 	if [ -n "$STD_PID" ] || [ "$running" -gt 0 ]; then
 		if [ "$TTY" = true ] || [ $((SECONDS - last)) -ge 30 ]; then
