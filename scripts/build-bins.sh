@@ -51,7 +51,9 @@
 #   and what waits.
 #
 # Usage: scripts/build-bins.sh [NAME...]   (default: all of them but external-dns)
-#        scripts/build-bins.sh std        only the shared standard library packages
+#        scripts/build-bins.sh std [NAME...]
+#                                         only the shared standard library packages,
+#                                         and the NAMEs' module downloads
 # Env:   BIN_DIR (default <repo>/bin), BUILD_JOBS (default 2), plus the usual
 #        Go variables (GOCACHE, GOMODCACHE, GOPROXY, GOFLAGS, ...).
 set -euo pipefail
@@ -415,19 +417,25 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# The names asked for, in the order of ALL (slowest first); "std" alone
-# compiles the standard library's shared packages only (scripts/playground.sh
-# runs it before it builds skylb beside these builds).
-want=() std_only=false
+# The names asked for, in the order of ALL (slowest first). "std" first:
+# compile the standard library's shared packages and download the names'
+# modules, build nothing (scripts/playground.sh, so that skylb's build then
+# starts beside these builds).
+std_only=false
+if [ "${1:-}" = std ]; then
+	std_only=true
+	shift
+fi
+want=()
 for name in "$@"; do
-	case " std ${ALL[*]} ${ON_REQUEST[*]} " in
+	case " ${ALL[*]} ${ON_REQUEST[*]} " in
 	*" $name "*) ;;
 	*) plan "$name" ;; # fails with the list of known names
 	esac
 done
-[ "$*" != std ] || std_only=true
 for name in "${ALL[@]}" "${ON_REQUEST[@]}"; do
 	if [ $# -eq 0 ]; then
+		[ "$std_only" = false ] || continue
 		case " ${ON_REQUEST[*]} " in *" $name "*) continue ;; esac
 	else
 		case " $* " in *" $name "*) ;; *) continue ;; esac
@@ -462,7 +470,9 @@ if [ ${#U_NAMES[@]} -gt 0 ] || [ "$std_only" = true ]; then
 	for i in "${!U_NAMES[@]}"; do start_list "$i"; done
 fi
 last=$SECONDS
-while [ -n "$STD_PID" ] || [[ " ${U_STATE[*]} " =~ \ (listing|ready|building)\  ]]; do
+pending='listing|ready|building'
+[ "$std_only" = false ] || pending=listing
+while [ -n "$STD_PID" ] || [[ " ${U_STATE[*]} " =~ \ ($pending)\  ]]; do
 	sleep 1
 	if ended "$STD_PID"; then
 		[ "$RC" -eq 0 ] || failed "standard library" "$BIN_DIR/.std.log"
@@ -495,7 +505,7 @@ while [ -n "$STD_PID" ] || [[ " ${U_STATE[*]} " =~ \ (listing|ready|building)\  
 	# faster builds does not wait for them.
 	ahead=0
 	for i in "${!U_NAMES[@]}"; do
-		[ "$STD_DONE" = true ] && [ "$ahead" -lt "$BUILD_JOBS" ] || break
+		[ "$STD_DONE" = true ] && [ "$std_only" = false ] && [ "$ahead" -lt "$BUILD_JOBS" ] || break
 		if [ "${U_STATE[i]}" = ready ]; then
 			start_build "$i"
 			running=$((running + 1))
@@ -509,4 +519,8 @@ while [ -n "$STD_PID" ] || [[ " ${U_STATE[*]} " =~ \ (listing|ready|building)\  
 		fi
 	fi
 done
-log "all done in $(elapsed $((SECONDS - START))), binaries in $BIN_DIR"
+if [ "$std_only" = true ]; then
+	log "standard library compiled, modules downloaded in $(elapsed $((SECONDS - START)))"
+else
+	log "all done in $(elapsed $((SECONDS - START))), binaries in $BIN_DIR"
+fi

@@ -10,8 +10,8 @@
 #                                                set a Node's Ready condition
 #
 # "up" installs missing packages (scripts/install-deps.sh), compiles the
-# standard library's shared packages (scripts/build-bins.sh std) while
-# skylb's modules download, then builds the pinned binaries the stack runs
+# standard library's shared packages while the modules download
+# (scripts/build-bins.sh std ...), then builds the pinned binaries the stack runs
 # (scripts/build-bins.sh etcd etcdctl kube-apiserver kube-controller-manager
 # coredns) and meanwhile, in the background, skylb (its version and commit
 # stamped by scripts/version.sh) and the playground command, with the pinned
@@ -80,13 +80,13 @@ up)
 	SKYLB_FLAGS=("${BUILD_FLAGS[@]}" "-ldflags=$("$ROOT/scripts/version.sh")")
 	t0=$SECONDS
 	rm -f "$DIR/build.log"
-	# skylb's and the playground command's modules download while the
-	# standard library compiles; then they
+	# All the modules download while the standard library compiles; then
+	# skylb and the playground command
 	# build (one go command: the packages they share compile once) into
 	# .playground/bin while the pinned binaries do. The stack builds skylb
 	# again with the same flags, which finds it up to date.
 	skylb_bg bash -c 'exec go list -deps ./test/playground . >/dev/null'
-	"$ROOT/scripts/build-bins.sh" std
+	"$ROOT/scripts/build-bins.sh" std "${STACK_BINS[@]}"
 	wait "$BG_PID" || true
 	echo "playground: building skylb and the playground command in the background (log: ${DIR#"$ROOT"/}/build.log)"
 	skylb_bg go build "${SKYLB_FLAGS[@]}" -o "$DIR/bin/" ./test/playground .
