@@ -9,9 +9,14 @@
 #   scripts/playground.sh node-ready NODE true|false
 #                                                set a Node's Ready condition
 #
-# "up" installs missing packages (scripts/install-deps.sh), builds the pinned
-# binaries (scripts/build-bins.sh) and the playground command, then starts
-# (skylb built with its version and commit stamped by scripts/version.sh):
+# "up" installs missing packages (scripts/install-deps.sh), compiles the
+# standard library's shared packages while the modules download
+# (scripts/build-bins.sh std ...), then builds the pinned binaries the stack runs
+# (scripts/build-bins.sh etcd etcdctl kube-apiserver kube-controller-manager
+# coredns) and meanwhile, in the background, skylb (its version and commit
+# stamped by scripts/version.sh) and the playground command, with the pinned
+# binaries' compiler flags so that they share the compiled standard library
+# and modules. Then it starts:
 # the DNS etcd, the API server's etcd, kube-apiserver, kube-controller-manager,
 # CoreDNS, a simulated kubelet and skylb; three Nodes node-1..3 (192.0.2.11-13,
 # PodCIDRs 10.244.1-3.0/24); and in namespace demo a Deployment web (3 pods),
@@ -39,9 +44,31 @@ usage() {
 	exit 2
 }
 
+# The binaries of scripts/build-bins.sh the stack runs (test/stack's Binaries).
+STACK_BINS=(etcd etcdctl kube-apiserver kube-controller-manager coredns)
+export GOWORK=off CGO_ENABLED=0
+# skylb's and the playground command's go build flags: those of
+# scripts/build-bins.sh (static, -trimpath, no DWARF), so that the packages
+# they share with the pinned binaries (the standard library, gRPC, protobuf,
+# the etcd client, ...) are compiled once; and skylb's version stamp.
+BUILD_FLAGS=(-trimpath "-gcflags=all=-dwarf=false")
+
 build() {
 	mkdir -p "$DIR/bin"
-	GOWORK=off go build -o "$BIN" ./test/playground
+	go build "${BUILD_FLAGS[@]}" -o "$BIN" ./test/playground
+}
+
+# skylb_bg go ARGS...: runs "go ARGS..." in the background for skylb and the
+# playground command, in a process group of its own so that it can be stopped
+# whole, its output appended to .playground/build.log; sets BG_PID.
+BG_PID=
+skylb_bg() {
+	mkdir -p "$DIR/bin"
+	(exec setsid "$@") >>"$DIR/build.log" 2>&1 &
+	BG_PID=$!
+	trap '[ -z "$BG_PID" ] || kill -- "-$BG_PID" 2>/dev/null || true' EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
 }
 
 [ $# -ge 1 ] || usage
@@ -50,9 +77,34 @@ shift
 case $cmd in
 up)
 	"$ROOT/scripts/install-deps.sh" playground
-	"$ROOT/scripts/build-bins.sh"
-	build
-	exec "$BIN" up --dir "$DIR" --skylb-ldflags "$("$ROOT/scripts/version.sh")" "$@"
+	SKYLB_FLAGS=("${BUILD_FLAGS[@]}" "-ldflags=$("$ROOT/scripts/version.sh")")
+	t0=$SECONDS
+	rm -f "$DIR/build.log"
+	# All the modules download while the standard library compiles; then
+	# skylb and the playground command
+	# build (one go command: the packages they share compile once) into
+	# .playground/bin while the pinned binaries do. The stack builds skylb
+	# again with the same flags, which finds it up to date.
+	skylb_bg bash -c 'exec go list -deps ./test/playground . >/dev/null'
+	"$ROOT/scripts/build-bins.sh" std "${STACK_BINS[@]}"
+	wait "$BG_PID" || true
+	echo "playground: building skylb and the playground command in the background (log: ${DIR#"$ROOT"/}/build.log)"
+	skylb_bg go build "${SKYLB_FLAGS[@]}" -o "$DIR/bin/" ./test/playground .
+	"$ROOT/scripts/build-bins.sh" "${STACK_BINS[@]}"
+	if kill -0 "$BG_PID" 2>/dev/null; then
+		echo "playground: waiting for skylb and the playground command..."
+	fi
+	if ! wait "$BG_PID"; then
+		BG_PID=
+		echo "playground: building skylb and the playground command FAILED:" >&2
+		grep -v '^go: downloading' "$DIR/build.log" | tail -n 30 >&2
+		exit 1
+	fi
+	BG_PID=
+	echo "playground: skylb and the playground command built ($((SECONDS - t0))s since the builds began)"
+	flags=()
+	for f in "${SKYLB_FLAGS[@]}"; do flags+=(--skylb-build-flag "$f"); done
+	exec "$BIN" up --dir "$DIR" "${flags[@]}" "$@"
 	;;
 status | down | node-ready)
 	[ -x "$BIN" ] || build

@@ -16,7 +16,8 @@
 //     Job runs its script in: bash, coreutils, grep, sed and mawk unpacked
 //     from Debian packages;
 //   - coredns/coredns (coredns/kustomization.yaml), CoreDNS of the tag's
-//     version;
+//     version, with the plugins of skylb's Corefiles and of the test
+//     cluster's own DNS (test/tools/coredns, built by scripts/build-bins.sh);
 //   - PauseRef, the sandbox image of the nodes' containerd (cmd/pause);
 //   - with Options.Flux only, Flux's source-controller and
 //     kustomize-controller (SourceControllerRef, KustomizeControllerRef),

@@ -85,7 +85,7 @@ var skylbArgs = []string{
 const reverseZone = "192.0.2.0/24"
 
 func usage() {
-	fmt.Fprint(os.Stderr, `usage: playground up [--skylb-ldflags FLAGS]|status|down [--purge]|node-ready NODE true|false|kubelet [--dir DIR]
+	fmt.Fprint(os.Stderr, `usage: playground up [--skylb-build-flag FLAG]...|status|down [--purge]|node-ready NODE true|false|kubelet [--dir DIR]
 `)
 	os.Exit(2)
 }
@@ -99,7 +99,8 @@ func main() {
 	dir := fset.String("dir", "", "playground directory (default <repository>/.playground)")
 	purge := fset.Bool("purge", false, "down: also remove the playground directory")
 	nodeList := fset.String("nodes", "", "kubelet: comma-separated nodes to run")
-	ldflags := fset.String("skylb-ldflags", "", "up: -ldflags of skylb's go build, the version stamp (scripts/version.sh)")
+	var buildFlags buildFlagList
+	fset.Var(&buildFlags, "skylb-build-flag", "up: a flag of skylb's go build, repeated for several (scripts/playground.sh: the version stamp and the flags of the pinned binaries)")
 	_ = fset.Parse(args)
 	root, err := stack.FindRoot()
 	if err != nil {
@@ -116,7 +117,7 @@ func main() {
 	defer stop()
 	switch cmd {
 	case "up":
-		err = up(ctx, root, *dir, *ldflags)
+		err = up(ctx, root, *dir, buildFlags)
 	case "status":
 		var ok bool
 		ok, err = status(root, *dir)
@@ -140,13 +141,23 @@ func main() {
 	}
 }
 
+// buildFlagList is a repeated flag's values, in order.
+type buildFlagList []string
+
+func (l *buildFlagList) String() string { return strings.Join(*l, " ") }
+
+func (l *buildFlagList) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "playground:", err)
 	os.Exit(1)
 }
 
 // up starts the stack, the kubelet, skylb and the demo, all detached.
-func up(ctx context.Context, root, dir, ldflags string) (err error) {
+func up(ctx context.Context, root, dir string, buildFlags []string) (err error) {
 	t0 := time.Now()
 	if s, lerr := stack.Load(dir); lerr == nil {
 		if allRunning(s) {
@@ -167,10 +178,8 @@ func up(ctx context.Context, root, dir, ldflags string) (err error) {
 		return lerr
 	}
 
-	opts := stack.Options{Root: root, Dir: dir, Zone: zone, ReverseZones: []string{reverseZone}, Detach: true, Ports: Ports, CacheTTL: 1, Log: os.Stdout}
-	if ldflags != "" {
-		opts.SkylbBuildFlags = []string{"-ldflags=" + ldflags}
-	}
+	opts := stack.Options{Root: root, Dir: dir, Zone: zone, ReverseZones: []string{reverseZone}, Detach: true, Ports: Ports, CacheTTL: 1, Log: os.Stdout,
+		SkylbBuildFlags: buildFlags}
 	s, err := stack.Start(ctx, opts)
 	if err != nil {
 		return err
