@@ -19,6 +19,12 @@
 #   --strict    exit 1 when an invariant breaks (a restart writes keys, one
 #               change writes keys of other names, idle range reads); slow
 #               timings never fail the run
+#   --scale 1000,10000,30000   the scale run instead: at each number of
+#               Services (100 and 20 Ingresses per namespace, the cluster grown
+#               from one size to the next), skylb's and external-dns's cold
+#               start, peak RSS and CPU, and a Service's status change to the
+#               answer; writes .bench/scale.json and the chart
+#               scripts/bench-scale.svg (--chart FILE)
 # The full run took 14 minutes on 2 loaded cores, 3.6 of them external-dns's
 # phase; it stops by itself (bounded counts and time limits) and stops every
 # process it started.

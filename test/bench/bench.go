@@ -60,6 +60,11 @@ func newBench(ctx context.Context, o options) (*bench, error) {
 		return nil, err
 	}
 	b := &bench{o: o, root: root, dir: dir}
+	// Starting the stack and building skylb (minutes on a cold build cache,
+	// or on a busy machine) have their own bound; the callers' limits are
+	// the measuring's.
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	defer cancel()
 	// Latency is measured against a CoreDNS without its cache, which would
 	// hide a change for up to its TTL: coredns/Corefile minus the cache line.
 	corefile, err := noCacheCorefile(filepath.Join(root, "coredns", "Corefile"), dir)

@@ -173,16 +173,43 @@ func (b *bench) statusChanges(ctx context.Context, n int, limit time.Duration) (
 // over the same objects: cold start to the last record, peak RSS, a
 // Service's status change to the answer, and idle etcd requests.
 func (b *bench) externalDNS(ctx context.Context, res *results) error {
-	if err := b.skylb.Stop(); err != nil {
+	e, p, err := b.externalDNSColdStart(ctx, b.o.scale)
+	if err != nil {
 		return err
+	}
+	res.ExternalDNS = e
+	// With --events a change starts a pass at most every
+	// --min-event-sync-interval (5 s); without events, the next 1 minute
+	// interval would: 90 s bounds either.
+	if e.StatusChange, err = b.statusChanges(ctx, b.o.extChanges, 90*time.Second); err != nil {
+		return fmt.Errorf("external-dns: %w", err)
+	}
+	logf("external-dns status change: p50 %.1f ms, p99 %.1f ms over %d changes", e.StatusChange.P50, e.StatusChange.P99, e.StatusChange.N)
+	if e.Idle, err = b.idleWindow(ctx, p.pid()); err != nil {
+		return err
+	}
+	logf("external-dns idle %.0fs: etcd requests %v; CPU %.2fs", e.Idle.Seconds, e.Idle.GRPC, e.Idle.CPUSeconds)
+	p.stop()
+	return nil
+}
+
+// externalDNSColdStart stops skylb, removes every key under /skydns/, starts
+// external-dns and times it until it has written the A record of each
+// Service of sc; it measures the keys it wrote, its peak RSS and CPU time,
+// and leaves it running.
+func (b *bench) externalDNSColdStart(ctx context.Context, sc scale) (*externalDNSResult, *extProc, error) {
+	if b.skylb != nil {
+		if err := b.skylb.Stop(); err != nil {
+			return nil, nil, err
+		}
 	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	_, err := b.etcd.Delete(dctx, "/skydns/", clientv3.WithPrefix())
 	cancel()
 	if err != nil {
-		return fmt.Errorf("remove skylb's records: %w", err)
+		return nil, nil, fmt.Errorf("remove skylb's records: %w", err)
 	}
-	names := b.o.scale.serviceNames()
+	names := sc.serviceNames()
 	want := make(map[string]bool, len(names))
 	for _, n := range names {
 		want[stack.StoredPath(n)+"/"] = true
@@ -192,7 +219,7 @@ func (b *bench) externalDNS(ctx context.Context, res *results) error {
 	t0 := time.Now()
 	p, args, err := b.startExternalDNS()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	b.ext = p
 	e.Args = args
@@ -207,7 +234,6 @@ func (b *bench) externalDNS(ctx context.Context, res *results) error {
 			if !ev.put {
 				continue
 			}
-			e.KeysWritten++
 			dir := ev.key[:strings.LastIndexByte(ev.key, '/')+1]
 			if want[dir] && !got[dir] {
 				got[dir] = true
@@ -218,10 +244,12 @@ func (b *bench) externalDNS(ctx context.Context, res *results) error {
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("external-dns: %d of %d records in etcd after %v", len(got), len(want), time.Since(t0).Round(time.Millisecond))
+			stopRSS()
+			return nil, nil, fmt.Errorf("external-dns: %d of %d records in etcd after %v", len(got), len(want), time.Since(t0).Round(time.Millisecond))
 		}
 		if !p.running() {
-			return fmt.Errorf("external-dns exited (%v); see %s", p.err, filepath.Join(b.dir, "external-dns.log"))
+			stopRSS()
+			return nil, nil, fmt.Errorf("external-dns exited (%v); see %s", p.err, filepath.Join(b.dir, "external-dns.log"))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -230,7 +258,6 @@ func (b *bench) externalDNS(ctx context.Context, res *results) error {
 	// counting what it writes meanwhile.
 	time.Sleep(time.Second)
 	evs, _ := b.rec.since(mark)
-	e.KeysWritten = 0
 	for _, ev := range evs {
 		if ev.put {
 			e.KeysWritten++
@@ -240,26 +267,12 @@ func (b *bench) externalDNS(ctx context.Context, res *results) error {
 	e.PeakAnonMiB, e.PeakFileMiB = mib(anon), mib(file)
 	u, err := readProc(p.pid())
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	e.PeakRSSMiB, e.CPUSeconds = mib(u.PeakRSS), u.CPU
-	res.ExternalDNS = e
 	logf("external-dns cold start: first record %.2fs, last record %.2fs; %d keys written; peak RSS %.1f MiB, CPU %.2fs",
 		e.FirstRecordSeconds, e.LastRecordSeconds, e.KeysWritten, e.PeakRSSMiB, e.CPUSeconds)
-
-	// With --events a change starts a pass at most every
-	// --min-event-sync-interval (5 s); without events, the next 1 minute
-	// interval would: 90 s bounds either.
-	if e.StatusChange, err = b.statusChanges(ctx, b.o.extChanges, 90*time.Second); err != nil {
-		return fmt.Errorf("external-dns: %w", err)
-	}
-	logf("external-dns status change: p50 %.1f ms, p99 %.1f ms over %d changes", e.StatusChange.P50, e.StatusChange.P99, e.StatusChange.N)
-	if e.Idle, err = b.idleWindow(ctx, p.pid()); err != nil {
-		return err
-	}
-	logf("external-dns idle %.0fs: etcd requests %v; CPU %.2fs", e.Idle.Seconds, e.Idle.GRPC, e.Idle.CPUSeconds)
-	p.stop()
-	return nil
+	return e, p, nil
 }
 
 // binVersion is the version in bin/.NAME.version, the stamp of scripts/build-bins.sh.

@@ -60,6 +60,10 @@ type options struct {
 	externalDNS   bool
 	extChanges    int
 	extLimit      time.Duration
+	// sizes, when set, runs the scale run at these numbers of Services
+	// instead of the phases; chart is where it writes its SVG.
+	sizes []int
+	chart string
 }
 
 func main() {
@@ -83,12 +87,29 @@ func main() {
 	flag.BoolVar(&o.externalDNS, "external-dns", false, "measure external-dns (bin/external-dns, CoreDNS provider) after skylb on the same objects (default on; off in quick mode)")
 	flag.IntVar(&o.extChanges, "status-changes", 0, "status address changes of one Service timed at scale, for skylb and external-dns (default 20; quick 4)")
 	flag.DurationVar(&o.extLimit, "external-dns-limit", 10*time.Minute, "how long external-dns may take to write the last record")
+	sizes := flag.String("scale", "", "scale run: measure skylb's and external-dns's cold start, peak RSS and status change at these numbers of Services, e.g. 1000,10000,30000 (100 Services and 20 Ingresses per namespace), instead of the phases")
+	flag.StringVar(&o.chart, "chart", "scripts/bench-scale.svg", "where the scale run writes its chart (SVG)")
+	chartFrom := flag.String("chart-from", "", "draw the chart and print the table of a scale run's JSON results instead of running")
 	flag.Parse()
 	o.externalDNS = o.externalDNS || !o.quick && !flagSet("external-dns")
 	o.defaults()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if *chartFrom != "" {
+		os.Exit(redraw(*chartFrom, o.chart))
+	}
+	if *sizes != "" {
+		var err error
+		if o.sizes, err = parseSizes(*sizes); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
+		if !flagSet("out") {
+			o.out = ".bench/scale.json"
+		}
+		os.Exit(scaleMain(ctx, o))
+	}
 	res, err := run(ctx, o)
 	if res != nil {
 		fmt.Println()
@@ -110,6 +131,50 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: invariants broken: %s\n", strings.Join(missed, "; "))
 		os.Exit(1)
 	}
+}
+
+// scaleMain runs the scale run, prints its table, writes its figures and
+// chart, and returns the exit code.
+func scaleMain(ctx context.Context, o options) int {
+	res, err := runScale(ctx, o)
+	if res != nil && len(res.Points) > 0 {
+		fmt.Println()
+		fmt.Print(res.markdown())
+		if werr := writeJSON(o.out, res); werr != nil {
+			fmt.Fprintln(os.Stderr, "bench:", werr)
+		} else {
+			fmt.Fprintf(os.Stderr, "bench: results written to %s\n", o.out)
+		}
+		if werr := writeChart(o.chart, res); werr != nil {
+			fmt.Fprintln(os.Stderr, "bench:", werr)
+		} else {
+			fmt.Fprintf(os.Stderr, "bench: chart written to %s\n", o.chart)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	return 0
+}
+
+// redraw writes the chart of the scale run results in path from, prints their
+// table, and returns the exit code.
+func redraw(from, chart string) int {
+	b, err := os.ReadFile(from)
+	if err == nil {
+		var res scaleResults
+		if err = json.Unmarshal(b, &res); err == nil {
+			fmt.Print(res.markdown())
+			err = writeChart(chart, &res)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "bench: chart written to %s\n", chart)
+	return 0
 }
 
 func (o *options) defaults() {
@@ -143,7 +208,7 @@ func (o *options) defaults() {
 	o.micro = !o.quick
 }
 
-func writeJSON(path string, res *results) error {
+func writeJSON(path string, res any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -165,11 +230,7 @@ func run(ctx context.Context, o options) (*results, error) {
 		Mode: map[bool]string{true: "quick", false: "full"}[o.quick], Started: time.Now().UTC(),
 		Scale: o.scale, Machine: describeMachine(),
 	}
-	// Starting the stack and building skylb (minutes on a cold build cache, or
-	// on a busy machine) have their own bounds; the limit is the measuring's.
-	sctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
-	b, err := newBench(sctx, o)
-	cancel()
+	b, err := newBench(ctx, o)
 	if b != nil {
 		defer b.close()
 		res.Versions = b.versions()
@@ -184,7 +245,7 @@ func run(ctx context.Context, o options) (*results, error) {
 	if o.externalDNS {
 		limit += o.extLimit + 5*time.Minute
 	}
-	ctx, cancel = context.WithTimeout(ctx, limit)
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	t0 := time.Now()
 	type phase struct {
@@ -208,7 +269,8 @@ func run(ctx context.Context, o options) (*results, error) {
 		if err := p.f(ctx, res); err != nil {
 			return res, fmt.Errorf("%s: %w", p.name, err)
 		}
-		logf("phase %s done in %.1fs", p.name, time.Since(pt).Seconds())
+		res.Load = append(res.Load, phaseLoad{Phase: p.name, Load: loadAverage()})
+		logf("phase %s done in %.1fs (load average %.1f)", p.name, time.Since(pt).Seconds(), res.Load[len(res.Load)-1].Load)
 	}
 	b.close()
 	if o.micro {
@@ -216,6 +278,7 @@ func run(ctx context.Context, o options) (*results, error) {
 		if res.Micro, err = microBenchmarks(ctx, b.root, o.benchtime); err != nil {
 			return res, fmt.Errorf("micro-benchmarks: %w", err)
 		}
+		res.Load = append(res.Load, phaseLoad{Phase: "micro-benchmarks", Load: loadAverage()})
 	}
 	res.Seconds = time.Since(res.Started).Seconds()
 	logf("all phases done in %.1fs", time.Since(t0).Seconds())

@@ -175,7 +175,15 @@ func (s scale) namespace(i int) string { return fmt.Sprintf("bench-%03d", i) }
 // status, as MetalLB and an ingress controller would write it, from workers
 // goroutines. It reports progress to logf.
 func populate(ctx context.Context, kube kubernetes.Interface, sc scale, workers int, logf func(string, ...any)) error {
-	for i := range sc.Namespaces {
+	return populateFrom(ctx, kube, scale{}, sc, workers, logf)
+}
+
+// populateFrom grows a cluster populated as from to sc: it creates the
+// namespaces, Services and Ingresses of sc that from does not have. Both
+// must have as many Services and Ingresses per namespace, so that each
+// object keeps its name and address.
+func populateFrom(ctx context.Context, kube kubernetes.Interface, from, sc scale, workers int, logf func(string, ...any)) error {
+	for i := from.Namespaces; i < sc.Namespaces; i++ {
 		if err := createNamespace(ctx, kube, sc.namespace(i)); err != nil {
 			return err
 		}
@@ -212,7 +220,7 @@ func populate(ctx context.Context, kube kubernetes.Interface, sc scale, workers 
 			}
 		}()
 	}
-	total := sc.Services + sc.Ingresses
+	total := sc.Services + sc.Ingresses - from.Services - from.Ingresses
 	t0 := time.Now()
 	stopProgress := make(chan struct{})
 	go func() {
@@ -228,14 +236,14 @@ func populate(ctx context.Context, kube kubernetes.Interface, sc scale, workers 
 	perNS := (sc.Services + sc.Namespaces - 1) / sc.Namespaces
 	ingPerNS := (sc.Ingresses + sc.Namespaces - 1) / sc.Namespaces
 send:
-	for i := range sc.Services {
+	for i := from.Services; i < sc.Services; i++ {
 		ns := sc.namespace(i / perNS)
 		select {
 		case jobs <- job{ns: ns, name: fmt.Sprintf("svc-%04d", i%perNS), n: i}:
 		case <-ctx.Done():
 			break send
 		}
-		if k := i % perNS; k < ingPerNS && (i/perNS)*ingPerNS+k < sc.Ingresses {
+		if k := i % perNS; k < ingPerNS && (i/perNS)*ingPerNS+k < sc.Ingresses && (i/perNS)*ingPerNS+k >= from.Ingresses {
 			n := (i/perNS)*ingPerNS + k
 			select {
 			case jobs <- job{ns: ns, name: fmt.Sprintf("ing-%03d", k), n: n, ingress: true}:

@@ -27,6 +27,15 @@ type results struct {
 	ExternalDNS *externalDNSResult `json:"external_dns,omitempty"`
 	Micro       []microResult      `json:"micro_benchmarks,omitempty"`
 	Targets     []target           `json:"targets,omitempty"`
+	// Load is the machine's 1-minute load average at the end of each
+	// phase: timings depend on it, memory and counts hardly.
+	Load []phaseLoad `json:"load_average,omitempty"`
+}
+
+// phaseLoad is the load average at the end of one phase.
+type phaseLoad struct {
+	Phase string  `json:"phase"`
+	Load  float64 `json:"load"`
 }
 
 // quantiles summarises latencies in milliseconds.
@@ -356,16 +365,28 @@ func (r *results) markdown() string {
 			fmt.Fprintf(&b, "- %s: %s (want %s): %s\n", t.What, t.Got, t.Want, mark)
 		}
 	}
-	fmt.Fprintf(&b, "\nMachine: %d CPUs (%s), %s, Linux %s, %s; mode %s, %.0f s.\n",
-		r.Machine.CPUs, r.Machine.Model, r.Machine.Memory, r.Machine.Kernel, r.Machine.Go, r.Mode, r.Seconds)
-	if len(r.Versions) > 0 {
-		var vs []string
-		for _, k := range sortedKeys(r.Versions) {
-			vs = append(vs, k+" "+r.Versions[k])
+	writeMachine(&b, r.Machine, r.Versions, fmt.Sprintf("mode %s, %.0f s", r.Mode, r.Seconds))
+	if len(r.Load) > 0 {
+		var ls []string
+		for _, l := range r.Load {
+			ls = append(ls, fmt.Sprintf("%s %.1f", l.Phase, l.Load))
 		}
-		fmt.Fprintf(&b, "Versions: %s.\n", strings.Join(vs, ", "))
+		fmt.Fprintf(&b, "Load average (1 minute) at the end of each phase: %s.\n", strings.Join(ls, ", "))
 	}
 	return b.String()
+}
+
+// writeMachine writes the lines naming the machine, the run and the
+// versions that ran.
+func writeMachine(b *strings.Builder, m machine, versions map[string]string, run string) {
+	fmt.Fprintf(b, "\nMachine: %d CPUs (%s), %s, Linux %s, %s; %s.\n", m.CPUs, m.Model, m.Memory, m.Kernel, m.Go, run)
+	if len(versions) > 0 {
+		var vs []string
+		for _, k := range sortedKeys(versions) {
+			vs = append(vs, k+" "+versions[k])
+		}
+		fmt.Fprintf(b, "Versions: %s.\n", strings.Join(vs, ", "))
+	}
 }
 
 // ratio renders a / b, the times external-dns's figure is skylb's.
