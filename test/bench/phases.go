@@ -304,7 +304,7 @@ func (b *bench) skylbColdStart(ctx context.Context, c *coldStart) error {
 	if err != nil {
 		return err
 	}
-	c.PeakRSSMiB, c.RSSMiB, c.CPUSeconds = mib(u.PeakRSS), mib(u.RSS), u.CPU
+	c.PeakRSSMiB, c.RSSMiB, c.RSSFileMiB, c.CPUSeconds = mib(u.PeakRSS), mib(u.RSS), mib(u.File), u.CPU
 	m, err := b.skylbMetrics(ctx)
 	if err != nil {
 		return err
@@ -312,6 +312,7 @@ func (b *bench) skylbColdStart(ctx context.Context, c *coldStart) error {
 	c.Txns = m.sum("skylb_etcd_transactions_total", nil)
 	c.KeysWritten = m.sum("skylb_etcd_keys_written_total", map[string]string{"operation": "put"})
 	c.HeapInuseMiB = m.sum("go_memstats_heap_inuse_bytes", nil) / (1 << 20)
+	c.Memory = readGoMemory(m)
 	return nil
 }
 

@@ -114,11 +114,41 @@ type coldStart struct {
 	PeakAnonMiB         float64 `json:"peak_rss_anon_mib"` // sampled every 10 ms
 	PeakFileMiB         float64 `json:"peak_rss_file_mib"` // sampled every 10 ms: the mapped binary
 	RSSMiB              float64 `json:"rss_after_mib"`
+	RSSFileMiB          float64 `json:"rss_file_after_mib"`
 	HeapInuseMiB        float64 `json:"heap_inuse_after_mib"`
+	// Memory is where skylb's memory is, by the Go runtime, once every
+	// record is written.
+	Memory *goMemory `json:"go_memory_after,omitempty"`
 	CPUSeconds          float64 `json:"cpu_seconds"`
 	Txns                float64 `json:"etcd_transactions"`
 	KeysWritten         float64 `json:"etcd_keys_written"`
 	EtcdTxns            float64 `json:"etcd_server_txns"` // gRPC Txn requests, from etcd's metrics
+}
+
+// goMemory is the Go runtime's account of a process's memory, in MiB, from
+// its go_memstats metrics.
+type goMemory struct {
+	HeapInuse float64 `json:"heap_inuse_mib"`
+	// HeapFree is heap memory the collector freed and has not returned to
+	// the system yet.
+	HeapFree float64 `json:"heap_free_unreleased_mib"`
+	NextGC   float64 `json:"next_gc_mib"`
+	Stacks   float64 `json:"stacks_mib"`
+	// Runtime is the runtime's own structures: spans, caches, the
+	// collector's metadata, profiling buckets and the rest.
+	Runtime float64 `json:"runtime_mib"`
+}
+
+// readGoMemory reads a goMemory from a scrape of the Go collector's metrics.
+func readGoMemory(m scrape) *goMemory {
+	v := func(name string) float64 { return m.sum("go_memstats_"+name, nil) / (1 << 20) }
+	return &goMemory{
+		HeapInuse: v("heap_inuse_bytes"),
+		HeapFree:  v("heap_idle_bytes") - v("heap_released_bytes"),
+		NextGC:    v("next_gc_bytes"),
+		Stacks:    v("stack_sys_bytes"),
+		Runtime:   v("mspan_sys_bytes") + v("mcache_sys_bytes") + v("gc_sys_bytes") + v("other_sys_bytes") + v("buck_hash_sys_bytes"),
+	}
 }
 
 type restartResult struct {
@@ -286,6 +316,10 @@ func (r *results) markdown() string {
 			row("&nbsp;&nbsp;process start → last record in etcd", f("%.2f s", c.LastRecordSeconds), "< 5 s")
 			row("&nbsp;&nbsp;skylb peak RSS (of which the mapped binary) / CPU", f("%.1f MiB (%.1f MiB) / %.2f s", c.PeakRSSMiB, c.PeakFileMiB, c.CPUSeconds), "< 75 MiB")
 			row("&nbsp;&nbsp;etcd transactions / keys written", f("%.0f / %.0f", c.Txns, c.KeysWritten), "")
+		}
+		if g := c.Memory; g != nil {
+			row("&nbsp;&nbsp;skylb's memory once every record is written: RSS (mapped binary); Go heap in use (next collection at); freed heap not yet returned; stacks; runtime structures",
+				f("%.1f MiB (%.1f MiB); %.1f MiB (%.1f MiB); %.1f MiB; %.1f MiB; %.1f MiB", c.RSSMiB, c.RSSFileMiB, g.HeapInuse, g.NextGC, g.HeapFree, g.Stacks, g.Runtime), "")
 		}
 	}
 	if s := r.Restart; s != nil {

@@ -55,3 +55,37 @@ func TestMarkdownExternalDNSColumn(t *testing.T) {
 		}
 	}
 }
+
+func TestMarkdownMemoryRow(t *testing.T) {
+	r := &results{
+		Mode:  "full",
+		Scale: scale{Namespaces: 10, Services: 1000, Ingresses: 200},
+		ColdStart: &coldStart{LastRecordSeconds: 2, PeakRSSMiB: 40, RSSMiB: 38, RSSFileMiB: 20,
+			Memory: &goMemory{HeapInuse: 12.5, NextGC: 15, HeapFree: 1.25, Stacks: 0.5, Runtime: 3}},
+	}
+	got := tableRow(t, r.markdown(), "skylb's memory once every record is written")
+	if want := "38.0 MiB (20.0 MiB); 12.5 MiB (15.0 MiB); 1.2 MiB; 0.5 MiB; 3.0 MiB"; len(got) < 2 || got[1] != want {
+		t.Errorf("memory row = %q, want skylb's cell %q", got, want)
+	}
+}
+
+func TestReadGoMemory(t *testing.T) {
+	m, err := parseMetrics(strings.NewReader(`go_memstats_heap_inuse_bytes 2.097152e+07
+go_memstats_heap_idle_bytes 4.194304e+06
+go_memstats_heap_released_bytes 1.048576e+06
+go_memstats_next_gc_bytes 2.62144e+07
+go_memstats_stack_sys_bytes 1.048576e+06
+go_memstats_mspan_sys_bytes 524288
+go_memstats_mcache_sys_bytes 0
+go_memstats_gc_sys_bytes 2.097152e+06
+go_memstats_other_sys_bytes 524288
+go_memstats_buck_hash_sys_bytes 0
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := goMemory{HeapInuse: 20, HeapFree: 3, NextGC: 25, Stacks: 1, Runtime: 3}
+	if got := readGoMemory(m); *got != want {
+		t.Errorf("readGoMemory() = %+v, want %+v", *got, want)
+	}
+}
