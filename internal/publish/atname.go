@@ -6,6 +6,16 @@ import (
 	"github.com/skylb/skylb/internal/skydns"
 )
 
+// following is what a Publisher knows of the names stored at their name:
+// followers holds, by stored name, the names following it, refollow those
+// to decide again in the flush under way, and occupied the names whose key
+// holds a value that is not this cluster's.
+type following struct {
+	followers map[string]nameSet
+	refollow  []string
+	occupied  map[string]bool
+}
+
 // A name stored at its name (skydns.AtName: the reverse name of an address,
 // where its PTR record lives) differs from the others in two ways.
 //

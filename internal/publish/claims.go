@@ -15,6 +15,30 @@ import (
 	"github.com/skylb/skylb/internal/arbitrate"
 )
 
+// clusterState is what a Publisher knows of the clusters sharing the etcd:
+// their claims, the decisions on this cluster's, and who answers each shared
+// name (see share.go).
+type clusterState struct {
+	claimDir  string                  // ClaimPrefix with a trailing slash; empty: no claims
+	claims    map[string][]claimEntry // stored name -> claims, sorted by owner
+	claimsRev int64                   // revision the claims are current at
+	// below and foreignBelow index the claimed names beneath each ancestor:
+	// all of them (nil until another cluster's claim is seen), and those
+	// claimed by another cluster (see nested.go).
+	below, foreignBelow map[string]nameSet
+	verdicts            map[string]arbitrate.Decision // stored name -> last decision on its claim
+	pending             []toldDecision                // decisions not yet told to OnClaim
+	// claimValues are the values of this cluster's claim, unshared and
+	// shared (see encodeClaim).
+	claimValues [2][]byte
+	// sharings are the last decisions on the shared names, pendingShares
+	// those not yet told to OnShare, and holds the names waiting for their
+	// failback hold-down to end.
+	sharings      map[string]arbitrate.Sharing
+	pendingShares []toldSharing
+	holds         map[string]hold
+}
+
 // Clusters that share an etcd decide which of them publishes a name with
 // claims, one key per cluster and stored name:
 //
@@ -274,7 +298,7 @@ func (p *Publisher) tellLocked(stored string, d *arbitrate.Decision) {
 			p.refollowLocked(stored)
 			delete(p.verdicts, stored)
 			if !old.Granted {
-				p.refused.Add(-1)
+				p.count.refused.Add(-1)
 			}
 		}
 		return
@@ -287,10 +311,10 @@ func (p *Publisher) tellLocked(stored string, d *arbitrate.Decision) {
 		return
 	}
 	if had && !old.Granted {
-		p.refused.Add(-1)
+		p.count.refused.Add(-1)
 	}
 	if !d.Granted {
-		p.refused.Add(1)
+		p.count.refused.Add(1)
 	}
 	p.verdicts[stored] = *d
 	if p.cfg.OnClaim != nil && (had || !d.Granted) {

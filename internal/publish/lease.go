@@ -10,6 +10,14 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
+// leaseState is the leases a Publisher writes the records with.
+type leaseState struct {
+	// leases are the leases the keys are written with, by shard: 0 without
+	// RecordExpiry, and while a shard holds none.
+	leases    [leaseShards]int64
+	leaseWake [leaseShards]chan struct{} // wakes a shard's lease loop
+}
+
 // With Config.RecordExpiry, every key the Publisher writes (records and
 // claims) is attached to an etcd lease of that TTL, which the Publisher keeps
 // alive. When skylb stops renewing the leases (its cluster lost, the
@@ -91,7 +99,7 @@ func (p *Publisher) leaseLoop(ctx context.Context, shard int) {
 		if ctx.Err() != nil {
 			return
 		}
-		p.leasesLost.Add(1)
+		p.count.leasesLost.Add(1)
 		p.cfg.Log.WithFields(logrus.Fields{"lease": hexID(id), "shard": shard}).Error("a lease of the records expired; writing its records again with a new one")
 		p.mu.Lock()
 		if p.leases[shard] == id {

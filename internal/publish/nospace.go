@@ -13,12 +13,3 @@ import (
 func IsNoSpace(err error) bool {
 	return errors.Is(err, rpctypes.ErrNoSpace)
 }
-
-// noteTxnResult records whether the latest transaction was refused for NOSPACE.
-func (p *Publisher) noteTxnResult(err error) {
-	full := err != nil && IsNoSpace(err)
-	if full {
-		p.noSpaceErrs.Add(1)
-	}
-	p.noSpace.Store(full)
-}

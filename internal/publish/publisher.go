@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -117,40 +116,6 @@ func (c *Config) defaults() {
 	if c.Log == nil {
 		c.Log = logrus.StandardLogger()
 	}
-}
-
-// Stats counts what a Publisher has written since it started.
-type Stats struct {
-	Txns        int64 // transactions committed
-	Puts        int64 // keys written
-	Deletes     int64 // keys deleted
-	Errors      int64 // failed etcd requests of any kind
-	ListErrors  int64
-	WatchErrors int64
-	TxnErrors   int64
-	Relists     int64 // full lists of the prefix
-	// Refused is the number of names another cluster holds, or holds a name
-	// nested with (see claims.go and nested.go).
-	Refused int64
-	// LeasesLost counts the record leases that expired under skylb.
-	LeasesLost int64
-	// TookOver and HandedOver count the times this cluster started and
-	// stopped serving a shared name it had claimed before, as committed;
-	// Standby is the number of shared names it claims and does not serve
-	// (see share.go).
-	TookOver, HandedOver, Standby int64
-	// HeldDeletes is the number of deletions the last full reconciliation held
-	// back under MaxDeleteRatio; 0 when it held none.
-	HeldDeletes int64
-	// NoSpaceErrors counts transactions etcd refused because its database is
-	// full (NOSPACE); NoSpace is true while the latest one was.
-	NoSpaceErrors int64
-	NoSpace       bool
-	// LastSync is when a flush last found etcd as skylb wants it, or left
-	// it so; zero before the first. A writing Publisher flushes at least at
-	// every Resync, so a LastSync older than a few resync periods means
-	// writes fail or never run.
-	LastSync time.Time
 }
 
 // entry is a key of skylb's in the view, or a tombstone of one it deleted.
@@ -300,59 +265,26 @@ type Publisher struct {
 	client *clientv3.Client
 	dir    string // prefix with a trailing slash
 
-	mu       sync.Mutex
-	names    map[string]*name
-	dirty    map[string]bool // name -> marked by a change (true) or by a full reconciliation (false)
-	tombs    []tomb
-	complete bool
-	loaded   bool
-	active   bool
-	idle     *sync.Cond
-	flushing bool
+	// mu guards everything below but the counters. Each part is declared
+	// beside the code that keeps it.
+	mu           sync.Mutex
+	table        // the names: the records wanted and the keys etcd holds (view.go)
+	work         // the names to write and the flush that writes them
+	leaseState   // the leases the records are written with (lease.go)
+	clusterState // the claims of the clusters sharing the etcd (claims.go, share.go)
+	following    // names stored at their name and what they follow (atname.go)
 
-	wake      chan struct{}
-	leaseWake [leaseShards]chan struct{}
+	count counters // what it has done, read by Stats without the lock
+}
 
-	txns, puts, deletes, relists, held atomic.Int64
-	listErrs, watchErrs, txnErrs       atomic.Int64
-	refused, leasesLost                atomic.Int64
-	tookOver, handedOver, standby      atomic.Int64
-	noSpaceErrs                        atomic.Int64
-	noSpace                            atomic.Bool
-	lastSync                           atomic.Int64         // unix nanoseconds; see Stats.LastSync
-	since                              map[string]time.Time // dirty name -> when its change was observed
-
-	// Claims of the clusters sharing the etcd (see claims.go).
-	claimDir  string                  // ClaimPrefix with a trailing slash; empty: no claims
-	claims    map[string][]claimEntry // stored name -> claims, sorted by owner
-	claimsRev int64                   // revision the claims are current at
-	// below and foreignBelow index the claimed names beneath each ancestor:
-	// all of them (nil until another cluster's claim is seen), and those
-	// claimed by another cluster (see nested.go).
-	below, foreignBelow map[string]nameSet
-	verdicts            map[string]arbitrate.Decision // stored name -> last decision on its claim
-	pending             []toldDecision                // decisions not yet told to OnClaim
-	// claimValues are the values of this cluster's claim, unshared and
-	// shared (see encodeClaim).
-	claimValues [2][]byte
-	// sharings are the last decisions on the shared names (see share.go),
-	// pendingShares those not yet told to OnShare, and holds the names
-	// waiting for their failback hold-down to end.
-	sharings      map[string]arbitrate.Sharing
-	pendingShares []toldSharing
-	holds         map[string]hold
-
-	// leases are the leases the keys are written with, by shard: 0 without
-	// RecordExpiry, and while a shard holds none (see lease.go).
-	leases [leaseShards]int64
-
-	// Names stored at their name (see atname.go): followers holds, by
-	// stored name, the names following it, refollow those to decide again
-	// in the flush under way, and occupied the names whose key holds a
-	// value that is not this cluster's.
-	followers map[string]nameSet
-	refollow  []string
-	occupied  map[string]bool
+// work is what a Publisher has left to write, and whether it writes.
+type work struct {
+	dirty    map[string]bool      // name -> marked by a change (true) or by a full reconciliation (false)
+	since    map[string]time.Time // dirty name -> when its change was observed
+	active   bool                 // it writes (see Config.Inactive)
+	flushing bool                 // a flush is under way
+	idle     *sync.Cond           // signalled when a flush ends
+	wake     chan struct{}        // starts a flush
 }
 
 type tomb struct {
@@ -364,21 +296,20 @@ type tomb struct {
 func New(client *clientv3.Client, cfg Config) *Publisher {
 	cfg.defaults()
 	p := &Publisher{
-		cfg:          cfg,
-		client:       client,
-		dir:          trimSlash(cfg.Prefix) + "/",
-		names:        make(map[string]*name),
-		dirty:        make(map[string]bool),
-		since:        make(map[string]time.Time),
-		wake:         make(chan struct{}, 1),
-		active:       !cfg.Inactive,
-		claims:       make(map[string][]claimEntry),
-		foreignBelow: make(map[string]nameSet),
-		verdicts:     make(map[string]arbitrate.Decision),
-		sharings:     make(map[string]arbitrate.Sharing),
-		holds:        make(map[string]hold),
-		followers:    make(map[string]nameSet),
-		occupied:     make(map[string]bool),
+		cfg:    cfg,
+		client: client,
+		dir:    trimSlash(cfg.Prefix) + "/",
+		table:  table{names: make(map[string]*name)},
+		work: work{
+			dirty: make(map[string]bool), since: make(map[string]time.Time),
+			wake: make(chan struct{}, 1), active: !cfg.Inactive,
+		},
+		clusterState: clusterState{
+			claims: make(map[string][]claimEntry), foreignBelow: make(map[string]nameSet),
+			verdicts: make(map[string]arbitrate.Decision), sharings: make(map[string]arbitrate.Sharing),
+			holds: make(map[string]hold),
+		},
+		following: following{followers: make(map[string]nameSet), occupied: make(map[string]bool)},
 	}
 	if cfg.ClaimPrefix != "" {
 		p.claimDir = trimSlash(cfg.ClaimPrefix) + "/"
@@ -504,28 +435,6 @@ func (p *Publisher) WaitIdle(ctx context.Context) error {
 		p.idle.Wait()
 	}
 	return nil
-}
-
-// Stats returns the counters of what the Publisher has done.
-func (p *Publisher) Stats() Stats {
-	return Stats{
-		Txns: p.txns.Load(), Puts: p.puts.Load(), Deletes: p.deletes.Load(),
-		Errors:     p.listErrs.Load() + p.watchErrs.Load() + p.txnErrs.Load(),
-		ListErrors: p.listErrs.Load(), WatchErrors: p.watchErrs.Load(), TxnErrors: p.txnErrs.Load(),
-		Relists: p.relists.Load(), HeldDeletes: p.held.Load(),
-		Refused: p.refused.Load(), LeasesLost: p.leasesLost.Load(),
-		TookOver: p.tookOver.Load(), HandedOver: p.handedOver.Load(), Standby: p.standby.Load(),
-		NoSpaceErrors: p.noSpaceErrs.Load(), NoSpace: p.noSpace.Load(),
-		LastSync: lastSync(p.lastSync.Load()),
-	}
-}
-
-// lastSync is the time of unix nanoseconds ns, zero for 0.
-func lastSync(ns int64) time.Time {
-	if ns == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, ns)
 }
 
 // markLocked marks a name changed by an object or by someone editing etcd.
@@ -696,7 +605,7 @@ func (p *Publisher) flush(ctx context.Context) error {
 		return nil
 	}
 	if len(p.dirty) == 0 {
-		p.lastSync.Store(time.Now().UnixNano())
+		p.count.lastSync.Store(time.Now().UnixNano())
 		p.mu.Unlock()
 		return nil
 	}
@@ -799,7 +708,7 @@ func (p *Publisher) flush(ctx context.Context) error {
 	p.mu.Lock()
 	p.flushing = false
 	if failed == nil {
-		p.lastSync.Store(time.Now().UnixNano())
+		p.count.lastSync.Store(time.Now().UnixNano())
 	}
 	if len(p.dirty) > 0 && failed == nil {
 		p.poke()
@@ -889,10 +798,10 @@ func (p *Publisher) holdMassDeletionLocked(changes []change) []change {
 		}
 	}
 	if deletes == 0 || owned <= minOwnedForRatio || float64(deletes) <= p.cfg.MaxDeleteRatio*float64(owned) {
-		p.held.Store(0)
+		p.count.held.Store(0)
 		return changes
 	}
-	p.held.Store(int64(deletes))
+	p.count.held.Store(int64(deletes))
 	p.cfg.Log.WithFields(logrus.Fields{"deletes": deletes, "owned": owned, "max_delete_ratio": p.cfg.MaxDeleteRatio}).
 		Error("full reconciliation would delete too many records; holding the deletions (run once with a higher --max-delete-ratio to allow them)")
 	kept := changes[:0]
@@ -966,17 +875,17 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Timeout)
 		defer cancel()
 		resp, err := p.client.Txn(tctx).If(cmps...).Then(ops...).Commit()
-		p.noteTxnResult(err)
+		p.count.noteTxn(err)
 		if err != nil {
-			p.txnErrs.Add(1)
+			p.count.txnErrs.Add(1)
 			return fmt.Errorf("commit %d operations for %d names: %w", len(ops), len(batch), err)
 		}
 		if !resp.Succeeded {
-			p.txnErrs.Add(1)
+			p.count.txnErrs.Add(1)
 			return ErrFenced
 		}
 		rev = resp.Header.Revision
-		p.txns.Add(1)
+		p.count.txns.Add(1)
 		if p.cfg.ObservePropagation != nil {
 			now := time.Now()
 			for _, c := range batch {
@@ -1011,18 +920,18 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 		}
 		switch c.handover {
 		case 1:
-			p.tookOver.Add(1)
+			p.count.tookOver.Add(1)
 		case -1:
-			p.handedOver.Add(1)
+			p.count.handedOver.Add(1)
 		}
-		p.puts.Add(int64(len(c.puts)))
+		p.count.puts.Add(int64(len(c.puts)))
 		var added []string
 		for _, w := range c.puts {
 			if w.added {
 				added = append(added, w.host)
 			}
 		}
-		p.deletes.Add(int64(len(c.dels)))
+		p.count.deletes.Add(int64(len(c.dels)))
 		if p.cfg.DryRun {
 			p.cfg.Log.WithFields(logrus.Fields{"name": c.name, "added": added, "removed": c.removed}).
 				Info("dry run: records would change")

@@ -156,10 +156,10 @@ func (p *Publisher) tellShareLocked(stored string, s arbitrate.Sharing) {
 		return
 	}
 	if had && !old.Serve {
-		p.standby.Add(-1)
+		p.count.standby.Add(-1)
 	}
 	if !s.Serve {
-		p.standby.Add(1)
+		p.count.standby.Add(1)
 	}
 	p.sharings[stored] = s
 	if p.cfg.OnShare != nil && (had || !s.Serve || s.Disagree) {
@@ -175,7 +175,7 @@ func (p *Publisher) forgetShareLocked(stored string) {
 		return
 	}
 	if !old.Serve {
-		p.standby.Add(-1)
+		p.count.standby.Add(-1)
 	}
 	delete(p.sharings, stored)
 	p.holdLocked(stored, time.Time{})

@@ -15,6 +15,16 @@ import (
 	"github.com/skylb/skylb/internal/skydns"
 )
 
+// table is what a Publisher knows of each name: the records wanted for it
+// and the keys of skylb's etcd holds for it (the view), with the tombstones
+// of the keys it deleted.
+type table struct {
+	names    map[string]*name
+	tombs    []tomb
+	loaded   bool // the view was listed from etcd and follows its watch
+	complete bool // every wanted name has been Set (see Complete)
+}
+
 // loadWithRetry lists the prefix until it succeeds or ctx ends, and returns the
 // revision the view is current at.
 func (p *Publisher) loadWithRetry(ctx context.Context) (int64, bool) {
@@ -30,7 +40,7 @@ func (p *Publisher) loadWithRetry(ctx context.Context) (int64, bool) {
 		if ctx.Err() != nil {
 			return 0, false
 		}
-		p.listErrs.Add(1)
+		p.count.listErrs.Add(1)
 		delay := bo.next()
 		entry := p.cfg.Log.WithError(err).WithField("retry_in", delay)
 		if attempt == 0 {
@@ -102,7 +112,7 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 	p.tombs = nil
 	p.loaded = true
 	p.wakeLeaseLocked()
-	p.relists.Add(1)
+	p.count.relists.Add(1)
 	p.markAllLocked()
 	return rev, nil
 }
@@ -188,7 +198,7 @@ func (p *Publisher) watch(ctx context.Context, dir string, rev int64, apply func
 				return
 			}
 			if err := wr.Err(); err != nil {
-				p.watchErrs.Add(1)
+				p.count.watchErrs.Add(1)
 				p.cfg.Log.WithError(err).Debug("etcd watch ended")
 				break
 			}
