@@ -605,11 +605,39 @@ func (p *Publisher) flush(ctx context.Context) error {
 		return nil
 	}
 	if len(p.dirty) == 0 {
-		p.count.lastSync.Store(time.Now().UnixNano())
+		p.count.synced(time.Now())
 		p.mu.Unlock()
 		return nil
 	}
 	p.flushing = true
+	changes := p.decideLocked()
+	p.mu.Unlock()
+
+	failed := p.commitAll(ctx, changes)
+	// The decisions are told before the flush ends, so that WaitIdle
+	// returns once they have been.
+	if p.cfg.OnClaim != nil {
+		p.tellPending()
+	}
+	if p.cfg.OnShare != nil {
+		p.tellShares()
+	}
+	p.mu.Lock()
+	p.flushing = false
+	if failed == nil {
+		p.count.synced(time.Now())
+	}
+	if len(p.dirty) > 0 && failed == nil {
+		p.poke()
+	}
+	p.idle.Broadcast()
+	p.mu.Unlock()
+	return failed
+}
+
+// decideLocked takes the dirty names and returns the changes that bring etcd
+// to what is wanted of them, with the claims' decisions on the way.
+func (p *Publisher) decideLocked() []change {
 	names := make([]string, 0, len(p.dirty))
 	for stored := range p.dirty {
 		names = append(names, stored)
@@ -644,10 +672,13 @@ func (p *Publisher) flush(ctx context.Context) error {
 	// every name a cold start or a full reconciliation marked.
 	p.dirty = make(map[string]bool)
 	p.since = make(map[string]time.Time)
-	p.mu.Unlock()
+	return changes
+}
 
-	// The batches are committed up to MaxTxnsInFlight at once. After a
-	// failure no new batch starts: the failed and the unstarted ones stay dirty.
+// commitAll commits changes in batches, up to MaxTxnsInFlight at once, and
+// returns the first failure. After a failure no new batch starts: the failed
+// and the unstarted ones are marked dirty again.
+func (p *Publisher) commitAll(ctx context.Context, changes []change) error {
 	var (
 		wg       sync.WaitGroup
 		failMu   sync.Mutex
@@ -659,27 +690,15 @@ func (p *Publisher) flush(ctx context.Context) error {
 		defer failMu.Unlock()
 		return failed != nil
 	}
-	requeue := func(batch []change) {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, c := range batch {
-			if _, ok := p.dirty[c.name]; !ok {
-				p.dirty[c.name] = c.event
-			}
-			if _, ok := p.since[c.name]; !ok && !c.observed.IsZero() {
-				p.since[c.name] = c.observed
-			}
-		}
-	}
 	for _, batch := range batches(changes, p.cfg.MaxTxnOps) {
 		if stopped() {
-			requeue(batch)
+			p.requeue(batch)
 			continue
 		}
 		inFlight <- struct{}{}
 		if stopped() {
 			<-inFlight
-			requeue(batch)
+			p.requeue(batch)
 			continue
 		}
 		wg.Add(1)
@@ -692,30 +711,26 @@ func (p *Publisher) flush(ctx context.Context) error {
 					failed = err
 				}
 				failMu.Unlock()
-				requeue(batch)
+				p.requeue(batch)
 			}
 		}()
 	}
 	wg.Wait()
-	// The decisions are told before the flush ends, so that WaitIdle
-	// returns once they have been.
-	if p.cfg.OnClaim != nil {
-		p.tellPending()
-	}
-	if p.cfg.OnShare != nil {
-		p.tellShares()
-	}
-	p.mu.Lock()
-	p.flushing = false
-	if failed == nil {
-		p.count.lastSync.Store(time.Now().UnixNano())
-	}
-	if len(p.dirty) > 0 && failed == nil {
-		p.poke()
-	}
-	p.idle.Broadcast()
-	p.mu.Unlock()
 	return failed
+}
+
+// requeue marks the names of a batch not written dirty again, as they were.
+func (p *Publisher) requeue(batch []change) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range batch {
+		if _, ok := p.dirty[c.name]; !ok {
+			p.dirty[c.name] = c.event
+		}
+		if _, ok := p.since[c.name]; !ok && !c.observed.IsZero() {
+			p.since[c.name] = c.observed
+		}
+	}
 }
 
 // compareFromRight orders stored names by their labels from the right, as
@@ -898,6 +913,13 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.committedLocked(batch, rev)
+	return nil
+}
+
+// committedLocked records a batch committed at revision rev (0 for a dry
+// run) in the view and the claims, counts it and logs it.
+func (p *Publisher) committedLocked(batch []change, rev int64) {
 	for _, c := range batch {
 		n := p.names[c.name]
 		for _, w := range c.puts {
@@ -941,5 +963,4 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 			"name": c.name, "added": added, "removed": c.removed, "revision": rev,
 		}).Info("records changed")
 	}
-	return nil
 }

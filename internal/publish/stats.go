@@ -68,6 +68,9 @@ func (c *counters) stats() Stats {
 	}
 }
 
+// synced records that etcd was found, or left, as skylb wants it at t.
+func (c *counters) synced(t time.Time) { c.lastSync.Store(t.UnixNano()) }
+
 // noteTxn records whether the latest transaction was refused for NOSPACE.
 func (c *counters) noteTxn(err error) {
 	full := err != nil && IsNoSpace(err)
