@@ -49,8 +49,9 @@ done
 
 step "end-to-end tests on the local stack"
 # One package at a time: each starts its own stack. The fault-injection suite
-# and the real cluster run next, each on its own.
-go test -count=1 -p 1 -timeout 20m $(go list ./test/... | grep -v -e '/test/chaos$' -e '/test/cluster$' -e '/test/deploy$' -e '/test/flux$' -e '/test/certmanager$' -e '/test/chart$')
+# and the real cluster run next, each on its own. The tests of a package run
+# in a random order (the seed is printed): none depends on another's leftovers.
+go test -count=1 -p 1 -shuffle=on -timeout 20m $(go list ./test/... | grep -v -e '/test/chaos$' -e '/test/cluster$' -e '/test/deploy$' -e '/test/flux$' -e '/test/certmanager$' -e '/test/chart$')
 
 step "real cluster (three kubelet nodes)"
 # containerd, kubelets and kube-proxy in network and mount namespaces of their
