@@ -3,6 +3,8 @@ package etcdtest
 import (
 	"context"
 	"slices"
+	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -28,4 +30,16 @@ func Records(ctx context.Context, c *clientv3.Client, prefix string) ([]string, 
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// Revision returns the revision etcd is at, or fails the test.
+func Revision(t testing.TB, c *clientv3.Client) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.Get(ctx, "/")
+	if err != nil {
+		t.Fatalf("get revision: %v", err)
+	}
+	return resp.Header.Revision
 }

@@ -272,7 +272,7 @@ func TestRestartAdoptsTheLeaseAndWritesNothing(t *testing.T) {
 	eventually(t, "records leased", func() bool { return leased(t, c) == len(names) })
 	first.stop()
 
-	before := revision(t, c)
+	before := etcdtest.Revision(t, c)
 	second := startCluster(t, c, "east", expiry)
 	for _, n := range names {
 		second.set(n, "192.0.2.1", false)
@@ -281,7 +281,7 @@ func TestRestartAdoptsTheLeaseAndWritesNothing(t *testing.T) {
 	// The lease is adopted asynchronously; give it the time of a few renewals.
 	time.Sleep(time.Second)
 	waitIdle(t, second.pub)
-	if after := revision(t, c); after != before {
+	if after := etcdtest.Revision(t, c); after != before {
 		t.Errorf("restart changed the revision from %d to %d", before, after)
 	}
 	if s := second.pub.Stats(); s.Puts != 0 || s.Deletes != 0 {

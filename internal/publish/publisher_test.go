@@ -75,17 +75,6 @@ func tryDump(c *clientv3.Client) (map[string]string, error) {
 	return out, nil
 }
 
-func revision(t *testing.T, c *clientv3.Client) int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	resp, err := c.Get(ctx, "/")
-	if err != nil {
-		t.Fatalf("get revision: %v", err)
-	}
-	return resp.Header.Revision
-}
-
 func put(t *testing.T, c *clientv3.Client, key, value string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -263,14 +252,14 @@ func TestRestartWritesNothing(t *testing.T) {
 	cancel()
 	<-done
 
-	rev := revision(t, c)
+	rev := etcdtest.Revision(t, c)
 	second := start(t, c)
 	for name, rs := range records {
 		second.Set(name, publish.Want{Records: rs})
 	}
 	second.Complete()
 	waitIdle(t, second)
-	if got := revision(t, c); got != rev {
+	if got := etcdtest.Revision(t, c); got != rev {
 		t.Errorf("etcd revision moved from %d to %d on a restart with nothing changed", rev, got)
 	}
 	if s := second.Stats(); s.Txns != 0 || s.Puts != 0 || s.Deletes != 0 {
@@ -420,7 +409,7 @@ func TestMassDeletionAllowedWithRatioOne(t *testing.T) {
 func TestDryRunWritesNothingAndCountsEachChangeOnce(t *testing.T) {
 	srv := etcdtest.Start(t)
 	c := srv.NewClient(t)
-	before := revision(t, c)
+	before := etcdtest.Revision(t, c)
 	p := publish.New(c, publish.Config{Prefix: "/skydns", Owner: owner, DryRun: true, Log: quietLog()})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -435,7 +424,7 @@ func TestDryRunWritesNothingAndCountsEachChangeOnce(t *testing.T) {
 	if s := p.Stats(); s.Puts != 1 || s.Txns != 0 {
 		t.Errorf("Stats() = %+v, want one record counted once and no transaction", s)
 	}
-	if got := revision(t, c); got != before {
+	if got := etcdtest.Revision(t, c); got != before {
 		t.Errorf("a dry run moved etcd's revision from %d to %d", before, got)
 	}
 }

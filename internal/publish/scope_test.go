@@ -59,10 +59,10 @@ func TestRecordsOutsideTheScopeAreKept(t *testing.T) {
 	}
 
 	// A full comparison again changes nothing.
-	rev := revision(t, c)
+	rev := etcdtest.Revision(t, c)
 	p.Resync()
 	waitIdle(t, p)
-	if got := revision(t, c); got != rev {
+	if got := etcdtest.Revision(t, c); got != rev {
 		t.Errorf("a resync wrote: revision %d, was %d", got, rev)
 	}
 

@@ -314,7 +314,7 @@ func TestSharedRestartWritesNothing(t *testing.T) {
 	for _, s := range []*sharer{east, west} {
 		s.stop()
 	}
-	before := revision(t, c)
+	before := etcdtest.Revision(t, c)
 	east = startSharer(t, c, "east", "192.0.2.1", time.Minute)
 	west = startSharer(t, c, "west", "192.0.2.2", time.Minute)
 	east.health(name, false)
@@ -322,7 +322,7 @@ func TestSharedRestartWritesNothing(t *testing.T) {
 	west.share(name, arbitrate.Failover, 20)
 	waitIdle(t, east.pub)
 	waitIdle(t, west.pub)
-	if after := revision(t, c); after != before {
+	if after := etcdtest.Revision(t, c); after != before {
 		t.Errorf("restarting both changed the revision from %d to %d", before, after)
 	}
 }
@@ -344,7 +344,7 @@ func TestClustersRacingOnSharedNamesNeverLeaveThemUnanswered(t *testing.T) {
 	for i := range names {
 		equalEventually(t, "records of "+name(i), func() []string { return hosts(t, c, name(i)) }, "east=192.0.2.1", "west=192.0.2.2")
 	}
-	start := revision(t, c)
+	start := etcdtest.Revision(t, c)
 
 	// Each round sets both verdicts on each name at about the same moment,
 	// one name after the other so that each flush races the other
@@ -372,7 +372,7 @@ func TestClustersRacingOnSharedNamesNeverLeaveThemUnanswered(t *testing.T) {
 			equalEventually(t, fmt.Sprintf("records of %s after verdicts %v", name(i), r), func() []string { return hosts(t, c, name(i)) }, want...)
 		}
 	}
-	end := revision(t, c)
+	end := etcdtest.Revision(t, c)
 	refused := east.pub.Stats().TxnErrors + west.pub.Stats().TxnErrors
 	t.Logf("%d revisions replayed; %d transactions refused and decided again", end-start, refused)
 	replayShared(t, c, start, end)

@@ -91,27 +91,16 @@ func registrations(t *testing.T, c *clientv3.Client) int {
 	return int(resp.Count)
 }
 
-func revision(t *testing.T, c *clientv3.Client) int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	resp, err := c.Get(ctx, "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.Header.Revision
-}
-
 // An unscoped skylb alone registers nothing: a restart writes nothing.
 func TestUnscopedAloneWritesNothing(t *testing.T) {
 	srv := etcdtest.Start(t)
 	c := srv.NewClient(t)
-	rev := revision(t, c)
+	rev := etcdtest.Revision(t, c)
 	u := start(t, c, "u", "")
 	if u.Conflict() != nil || !writes(t, c, u) {
 		t.Fatalf("an unscoped instance alone: conflict %v, writes %v; want none and true", u.Conflict(), writes(t, c, u))
 	}
-	if got := revision(t, c); got != rev+1 {
+	if got := etcdtest.Revision(t, c); got != rev+1 {
 		t.Errorf("revision %d after one write of the test, want %d: the registry wrote", got, rev+1)
 	}
 }
