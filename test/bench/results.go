@@ -118,11 +118,11 @@ type coldStart struct {
 	HeapInuseMiB        float64 `json:"heap_inuse_after_mib"`
 	// Memory is where skylb's memory is, by the Go runtime, once every
 	// record is written.
-	Memory *goMemory `json:"go_memory_after,omitempty"`
-	CPUSeconds          float64 `json:"cpu_seconds"`
-	Txns                float64 `json:"etcd_transactions"`
-	KeysWritten         float64 `json:"etcd_keys_written"`
-	EtcdTxns            float64 `json:"etcd_server_txns"` // gRPC Txn requests, from etcd's metrics
+	Memory      *goMemory `json:"go_memory_after,omitempty"`
+	CPUSeconds  float64   `json:"cpu_seconds"`
+	Txns        float64   `json:"etcd_transactions"`
+	KeysWritten float64   `json:"etcd_keys_written"`
+	EtcdTxns    float64   `json:"etcd_server_txns"` // gRPC Txn requests, from etcd's metrics
 }
 
 // goMemory is the Go runtime's account of a process's memory, in MiB, from
