@@ -119,18 +119,25 @@ func (o *order) hand(seq uint64, records []wanted, set func(stored string, w pub
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.last == nil {
+	// With no other decision in flight, none older can come after this one:
+	// there is nothing to note (the first full pass hands over every name
+	// at once).
+	note := o.inFlight > 1
+	if note && o.last == nil {
 		o.last = make(map[string]uint64)
 	}
 	for _, r := range records {
 		if o.last[r.stored] > seq {
 			continue
 		}
-		o.last[r.stored] = seq
+		if note {
+			o.last[r.stored] = seq
+		}
 		set(r.stored, r.want)
 	}
 	if o.inFlight--; o.inFlight == 0 {
-		// No older decision can come any more.
-		clear(o.last)
+		// No older decision can come any more; a new map rather than a
+		// cleared one, which would keep the room of every name noted.
+		o.last = nil
 	}
 }

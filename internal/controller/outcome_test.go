@@ -40,6 +40,16 @@ func TestOrderHandsTheLatestDecision(t *testing.T) {
 			want:   map[string]string{"a": "192.0.2.2", "b": "192.0.2.3"},
 		},
 		{
+			name: "the older handed last of three is dropped",
+			decisions: [][]wanted{
+				{{stored: "b", want: want("192.0.2.3")}},
+				{{stored: "a", want: want("192.0.2.1")}},
+				{{stored: "a", want: want("192.0.2.2")}},
+			},
+			handed: []int{2, 0, 1},
+			want:   map[string]string{"a": "192.0.2.2", "b": "192.0.2.3"},
+		},
+		{
 			name: "a decision without records",
 			decisions: [][]wanted{
 				nil,
