@@ -15,11 +15,13 @@ import (
 
 // Index holds the publications of all objects, grouped for resolution.
 type Index struct {
-	maxAddrs  int                            // addresses per name
-	pubs      map[string]*source.Publication // by source
-	members   map[string]map[string]struct{} // group -> sources with a name in it
-	published map[string]map[string]struct{} // group -> stored names of its last resolution
-	rev       reverse                        // the published addresses in reverse zones (see reverse.go)
+	maxAddrs int                            // addresses per name
+	pubs     map[string]*source.Publication // by source
+	members  map[string]map[string]struct{} // group -> sources with a name in it
+	// published holds, by group, the stored names of its last resolution: a
+	// slice rather than a set, 16 bytes a name rather than about 70.
+	published map[string][]string
+	rev       reverse // the published addresses in reverse zones (see reverse.go)
 }
 
 // Result is the outcome of resolving one group.
@@ -90,7 +92,7 @@ func NewIndex(maxAddrs int) *Index {
 		maxAddrs:  maxAddrs,
 		pubs:      make(map[string]*source.Publication),
 		members:   make(map[string]map[string]struct{}),
-		published: make(map[string]map[string]struct{}),
+		published: make(map[string][]string),
 		rev: reverse{
 			byName: make(map[string][]netip.Addr), byAddr: make(map[netip.Addr]*publishers),
 			touched: make(map[netip.Addr]was),
@@ -205,7 +207,7 @@ func (x *Index) Resolve(group string) Result {
 		Records: make(map[string][]skydns.Record), Problems: make(map[string][]source.Problem),
 		Granted: make(map[string][]string), Shared: make(map[string]bool), Clusters: make(map[string]Cluster),
 	}
-	for name := range x.published[group] {
+	for _, name := range x.published[group] {
 		res.Records[name] = nil
 	}
 
@@ -274,7 +276,11 @@ func (x *Index) Resolve(group string) Result {
 	if len(names) == 0 {
 		delete(x.published, group)
 	} else {
-		x.published[group] = names
+		published := make([]string, 0, len(names))
+		for name := range names {
+			published = append(published, name)
+		}
+		x.published[group] = published
 	}
 	x.updateReverse(&res)
 	return res
