@@ -87,7 +87,10 @@ func run(m *testing.M) int {
 	}
 	kctx, stopKubelet := context.WithCancel(context.Background())
 	defer stopKubelet()
-	go stack.RunKubelet(kctx, st.Kube, nodeNames())
+	if err := st.RunKubelet(kctx, nodeNames()); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: kubelet:", err)
+		return 1
+	}
 	httpAddr, err := stack.FreeAddr() // skylb's /healthz, /readyz and /metrics
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)

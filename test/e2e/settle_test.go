@@ -47,18 +47,21 @@ func drained(t *testing.T) {
 }
 
 // controllersBack waits until a Service of pods is published again after the
-// API server came back: the watches of kube-controller-manager and of the
-// simulated kubelet reconnect with a backoff that grows to 30 s, and a test
-// that follows pods right after would wait for it. It runs one pod behind a
-// Service in namespace settle and waits until CoreDNS answers with its node's
-// address.
+// API server came back: kube-controller-manager's watches reconnect with
+// client-go's backoff (0.8 s doubling to 30 s, each wait up to twice that with
+// its jitter, reset only after 2 minutes without a failure), so after two
+// outages within two minutes its Deployments may wait a minute or more to get
+// their pods, and a test that follows pods right after would wait for it.
+// (The simulated kubelet's client waits for the API server instead:
+// stack.RunKubelet.) It runs one pod behind a Service in namespace settle and
+// waits until CoreDNS answers with its node's address.
 func controllersBack(t *testing.T) {
 	t.Helper()
 	settleNamespace(t)
 	name := fmt.Sprintf("pods-%d", marks.Add(1))
 	deploy(t, "settle", name, 1, "")
 	lbService(t, "settle", name)
-	follow(t, time.Minute, "settle", name, name+".settle.example.org", 1)
+	follow(t, 3*time.Minute, "settle", name, name+".settle.example.org", 1)
 }
 
 // settleNamespace creates the namespace of the barriers' objects, once.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"slices"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,8 +20,11 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/skylb/skylb/internal/kubeclient"
 )
 
 // AnnotationReady set to "false" on a Pod makes Kubelet report it not Ready
@@ -529,4 +534,33 @@ func (k *Kubelet) release(uid types.UID) {
 		delete(k.ips[cur.node], cur.ip)
 		delete(k.podIPs, uid)
 	}
+}
+
+// RunKubelet runs a Kubelet for the named nodes until ctx ends, as a kubelet
+// runs beside an API server that may restart: its client waits for the API
+// server to come back rather than failing (internal/kubeclient, as skylb's
+// does), so that its informers resume within a second instead of after
+// client-go's back-off, which grows to a minute over two outages in two
+// minutes. It logs what it does to <Dir>/logs/kubelet.log.
+func (s *Stack) RunKubelet(ctx context.Context, nodes []string) error {
+	f, err := os.OpenFile(s.LogFile("kubelet"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	log := logrus.New()
+	log.SetOutput(f)
+	cfg := rest.CopyConfig(s.RestConfig)
+	cfg.Wrap(kubeclient.New(ctx.Done(), 0, log).Wrap)
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	k := NewKubelet(kube, nodes)
+	k.Logf = func(format string, args ...any) { log.Infof(format, args...) }
+	go func() {
+		defer f.Close()
+		k.Run(ctx)
+	}()
+	return nil
 }
