@@ -433,10 +433,7 @@ func (l guardList) Compares() ([]clientv3.Cmp, error) {
 
 // register exposes the components' counters as metrics.
 func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *controller.Controller, el *leader.Elector, reg *registry.Registry) {
-	zones := slices.Clone(cfg.Source.Zones)
-	for _, z := range cfg.ReverseZones {
-		zones = append(zones, z.Name)
-	}
+	zones := dnsname.WithReverse(cfg.Source.Zones, cfg.ReverseZones)
 	zoneOf := func(stored string) string {
 		best := ""
 		for _, z := range zones {

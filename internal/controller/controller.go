@@ -227,11 +227,7 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 	}
 	// The reverse zones get their nameservers and apex guard too, so that
 	// they can be delegated like the others.
-	zones := slices.Clone([]string(cfg.Source.Zones))
-	for _, z := range cfg.ReverseZones {
-		zones = append(zones, z.Name)
-	}
-	if c.zone = newZoneState(cfg.Zone, zones); c.zone != nil {
+	if c.zone = newZoneState(cfg.Zone, dnsname.WithReverse(cfg.Source.Zones, cfg.ReverseZones)); c.zone != nil {
 		c.handleNameservers(svcs, slices_, nodes)
 	}
 	return c

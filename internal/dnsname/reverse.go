@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -23,6 +24,16 @@ var ErrReverseZone = errors.New("invalid reverse zone")
 type ReverseZone struct {
 	Prefix netip.Prefix
 	Name   string
+}
+
+// WithReverse returns the names of zones followed by those of the reverse
+// zones rev: every zone skylb publishes in.
+func WithReverse(zones []string, rev []ReverseZone) []string {
+	out := slices.Clone(zones)
+	for _, z := range rev {
+		out = append(out, z.Name)
+	}
+	return out
 }
 
 // ParseReverseZone parses a CIDR such as 192.0.2.0/24 or 2001:db8::/32 into
