@@ -121,13 +121,10 @@ func checkForeign(t *testing.T) {
 	}
 }
 
+// revision returns the revision of the DNS etcd.
 func revision(t *testing.T) int64 {
 	t.Helper()
-	resp, err := etcdAs(t, "root").Get(ctxT(t), "/skydns/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.Header.Revision
+	return revisionOf(t, etcdAs(t, "root"))
 }
 
 func TestRestartWithNothingChangedWritesNothing(t *testing.T) {
