@@ -226,7 +226,7 @@ func (n *name) holdsOutside() bool {
 // none does: it cannot rank their objects, which it does not see, so the
 // older name stays theirs.
 func heldOutside(n *name) []string {
-	if n.records == nil || n.unclaimed {
+	if n.records == nil || n.unclaimed || !n.holdsOutside() {
 		return nil
 	}
 	wanted := map[string]bool{}
