@@ -27,6 +27,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -228,16 +229,16 @@ func (e *env) startCoreDNS(t *testing.T, ctx context.Context, name, addr string)
 	vars := map[string]string{
 		"SKYLB_DNS_ZONE": zoneName, "SKYLB_DNS_BIND": addr, "SKYLB_DNS_PORT": "53",
 		"SKYLB_DNS_REVERSE_ZONE_IPV4": "", "SKYLB_DNS_REVERSE_ZONE_IPV6": "",
-		"SKYLB_ETCD_ENDPOINT": e.st.EtcdURL,
-		"SKYLB_ETCD_CERT":     filepath.Join(e.st.Certs, "coredns.crt"),
-		"SKYLB_ETCD_KEY":      filepath.Join(e.st.Certs, "coredns.key"),
-		"SKYLB_ETCD_CA":       filepath.Join(e.st.Certs, "ca.crt"),
-		"SKYLB_HEALTH_ADDR":   ports[0], "SKYLB_READY_ADDR": ports[1], "SKYLB_METRICS_ADDR": ports[2],
+		"SKYLB_ETCD_CERT":   filepath.Join(e.st.Certs, "coredns.crt"),
+		"SKYLB_ETCD_KEY":    filepath.Join(e.st.Certs, "coredns.key"),
+		"SKYLB_ETCD_CA":     filepath.Join(e.st.Certs, "ca.crt"),
+		"SKYLB_HEALTH_ADDR": ports[0], "SKYLB_READY_ADDR": ports[1], "SKYLB_METRICS_ADDR": ports[2],
 		"SKYLB_DNS_LAMEDUCK": "0s",
 		// CoreDNS caps the TTL of its answers at its cache time: with the
 		// cache as long as skylb's TTL, resolvers see skylb's TTL.
 		"SKYLB_DNS_CACHE_TTL": fmt.Sprint(ttl),
 	}
+	maps.Copy(vars, stack.EtcdEndpointVars([]string{e.st.EtcdURL}))
 	var missing []string
 	re := regexp.MustCompile(`\{\$([A-Z0-9_]+)\}`)
 	lines := strings.Split(string(src), "\n")

@@ -595,7 +595,9 @@ func (e *env) etcdLeaderDeleted(t *testing.T) {
 	// CoreDNS is asked all along.
 	want := e.webNodes(ctx, "app=web")
 	var asked, failed atomic.Int64
+	var failures []string // the first few, for the error; read after done
 	stop, done := make(chan struct{}), make(chan struct{})
+	start := time.Now()
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
@@ -604,15 +606,19 @@ func (e *env) etcdLeaderDeleted(t *testing.T) {
 				return
 			default:
 			}
-			_, got, err := stack.Query(e.server(), webName, dns.TypeA)
+			t0 := time.Now()
+			rcode, got, err := stack.Query(e.server(), webName, dns.TypeA)
 			asked.Add(1)
 			if err != nil || !slices.Equal(got, want) {
 				failed.Add(1)
+				if len(failures) < 5 {
+					failures = append(failures, fmt.Sprintf("at %v (%v): rcode %s, %v, %v",
+						t0.Sub(start).Round(time.Millisecond), time.Since(t0).Round(time.Millisecond), dns.RcodeToString[rcode], got, err))
+				}
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()
-	start := time.Now()
 	e.kubectl(ctx, "-n", "skylb-dns", "delete", "pod", leader)
 	e.kubectl(ctx, "-n", "skylb-dns", "rollout", "status", "statefulset/etcd", "--timeout=4m")
 	back := e.waitFor(ctx, 4*time.Minute, leader+" ready", func() bool {
@@ -651,7 +657,7 @@ func (e *env) etcdLeaderDeleted(t *testing.T) {
 	t.Logf("measure: etcd leader %s deleted: back and ready after %v (%v after its rollout), %d records intact, CoreDNS answered %d of %d queries meanwhile",
 		leader, rejoined.Round(time.Second), back.Round(time.Second), len(after), asked.Load()-failed.Load(), asked.Load())
 	if failed.Load() > 0 {
-		t.Errorf("CoreDNS failed %d of %d queries while the etcd leader was replaced", failed.Load(), asked.Load())
+		t.Errorf("CoreDNS failed %d of %d queries while the etcd leader was replaced; the first: %s", failed.Load(), asked.Load(), strings.Join(failures, "; "))
 	}
 }
 

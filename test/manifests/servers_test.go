@@ -178,17 +178,17 @@ func coreDNS(ctx context.Context, t *testing.T, s *stack.Stack, bin string, rr *
 	}
 	dnsPort, health, ready, metrics := free[0], free[1], free[2], free[3]
 	local := map[string]string{
-		"SKYLB_DNS_BIND":      "127.0.0.1",
-		"SKYLB_DNS_PORT":      fmt.Sprint(dnsPort),
-		"SKYLB_ETCD_ENDPOINT": s.EtcdURL,
-		"SKYLB_ETCD_CA":       filepath.Join(s.Certs, "ca.crt"),
-		"SKYLB_ETCD_CERT":     filepath.Join(s.Certs, "coredns.crt"),
-		"SKYLB_ETCD_KEY":      filepath.Join(s.Certs, "coredns.key"),
-		"SKYLB_HEALTH_ADDR":   fmt.Sprintf("127.0.0.1:%d", health),
-		"SKYLB_DNS_LAMEDUCK":  "0s",
-		"SKYLB_READY_ADDR":    fmt.Sprintf("127.0.0.1:%d", ready),
-		"SKYLB_METRICS_ADDR":  fmt.Sprintf("127.0.0.1:%d", metrics),
+		"SKYLB_DNS_BIND":     "127.0.0.1",
+		"SKYLB_DNS_PORT":     fmt.Sprint(dnsPort),
+		"SKYLB_ETCD_CA":      filepath.Join(s.Certs, "ca.crt"),
+		"SKYLB_ETCD_CERT":    filepath.Join(s.Certs, "coredns.crt"),
+		"SKYLB_ETCD_KEY":     filepath.Join(s.Certs, "coredns.key"),
+		"SKYLB_HEALTH_ADDR":  fmt.Sprintf("127.0.0.1:%d", health),
+		"SKYLB_DNS_LAMEDUCK": "0s",
+		"SKYLB_READY_ADDR":   fmt.Sprintf("127.0.0.1:%d", ready),
+		"SKYLB_METRICS_ADDR": fmt.Sprintf("127.0.0.1:%d", metrics),
 	}
+	maps.Copy(local, stack.EtcdEndpointVars([]string{s.EtcdURL}))
 	runEnv := maps.Clone(env)
 	maps.Copy(runEnv, local)
 	dir := t.TempDir()

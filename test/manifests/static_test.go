@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/skylb/skylb/test/stack"
 )
 
 var clusterScoped = map[string]bool{
@@ -259,7 +261,10 @@ func checkEtcdNames(t *testing.T, r map[string]*rendering, certs *certSet) {
 	skylb := as[appsv1.Deployment](t, r["skylb"].get(t, "Deployment", nsSkylb, "skylb"))
 	ep, _ := flagValue(skylb.Spec.Template.Spec.Containers[0].Args, "etcd-endpoints")
 	addURL(ep)
-	addURL(r["coredns"].env(t, nsCoreDNS, dc)["SKYLB_ETCD_ENDPOINT"])
+	corednsEnv := r["coredns"].env(t, nsCoreDNS, dc)
+	for name := range stack.EtcdEndpointVars([]string{""}) {
+		addURL(corednsEnv[name])
+	}
 	addURL(r["etcd"].env(t, nsEtcd, jc)["ETCDCTL_ENDPOINTS"])
 	for i := range *sts.Spec.Replicas {
 		args := expand(sts.Spec.Template.Spec.Containers[0].Args, map[string]string{"POD_NAME": fmt.Sprintf("%s-%d", sts.Name, i)})

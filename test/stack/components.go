@@ -120,15 +120,11 @@ func (s *Stack) component(name string) (componentSpec, error) {
 // corednsSpec is the command line of a CoreDNS serving the zone from the DNS
 // etcd with corefile, on the given loopback ports.
 func (s *Stack) corednsSpec(corefile string, cacheTTL, dns, health, ready, metrics int) componentSpec {
-	if len(s.EtcdURLs) > 1 {
-		corefile = s.clusterCorefile(corefile)
-	}
 	env := []string{
 		"SKYLB_DNS_ZONE=" + s.Zone,
 		"SKYLB_DNS_BIND=127.0.0.1",
 		"SKYLB_DNS_PORT=" + strconv.Itoa(dns),
 		"SKYLB_DNS_CACHE_TTL=" + strconv.Itoa(cacheTTL),
-		"SKYLB_ETCD_ENDPOINT=" + s.EtcdURL,
 		"SKYLB_ETCD_CERT=" + filepath.Join(s.Certs, "coredns.crt"),
 		"SKYLB_ETCD_KEY=" + filepath.Join(s.Certs, "coredns.key"),
 		"SKYLB_ETCD_CA=" + filepath.Join(s.Certs, "ca.crt"),
@@ -136,6 +132,9 @@ func (s *Stack) corednsSpec(corefile string, cacheTTL, dns, health, ready, metri
 		"SKYLB_DNS_LAMEDUCK=0s",
 		fmt.Sprintf("SKYLB_READY_ADDR=127.0.0.1:%d", ready),
 		fmt.Sprintf("SKYLB_METRICS_ADDR=127.0.0.1:%d", metrics),
+	}
+	for name, url := range EtcdEndpointVars(s.EtcdURLs) {
+		env = append(env, name+"="+url)
 	}
 	// withDefaults checked the reverse zones.
 	reverse, _ := reverseZoneVars(s.ReverseZones)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -128,21 +127,14 @@ func (s *Stack) EtcdLeader(ctx context.Context) (EtcdMember, error) {
 	return EtcdMember{}, fmt.Errorf("stack: no etcd member leads: %w", errors.Join(errs...))
 }
 
-// clusterCorefile returns a copy of corefile, in Dir, whose etcd plugin is
-// given every member's client URL. The Corefile reads one endpoint from
-// SKYLB_ETCD_ENDPOINT, and an environment value always stays one argument, so
-// several endpoints have to be written into the file. On failure it returns
-// corefile unchanged: CoreDNS then reads the first member only.
-func (s *Stack) clusterCorefile(corefile string) string {
-	b, err := os.ReadFile(corefile)
-	if err != nil {
-		return corefile
+// EtcdEndpointVars returns the Corefile's three etcd endpoint variables
+// (SKYLB_ETCD_ENDPOINT, _2 and _3) for the client URLs of an etcd's members,
+// in order, starting again from the first when there are fewer than three:
+// one etcd is listed three times.
+func EtcdEndpointVars(urls []string) map[string]string {
+	vars := map[string]string{}
+	for i, name := range []string{"SKYLB_ETCD_ENDPOINT", "SKYLB_ETCD_ENDPOINT_2", "SKYLB_ETCD_ENDPOINT_3"} {
+		vars[name] = urls[i%len(urls)]
 	}
-	const single = "endpoint {$SKYLB_ETCD_ENDPOINT}"
-	text := strings.Replace(string(b), single, "endpoint "+strings.Join(s.EtcdURLs, " "), 1)
-	out := filepath.Join(s.Dir, filepath.Base(corefile)+".cluster")
-	if text == string(b) || os.WriteFile(out, []byte(text), 0o644) != nil {
-		return corefile
-	}
-	return out
+	return vars
 }
