@@ -1,36 +1,63 @@
 package publish
 
+// batcher fills one transaction with changes, in their order. etcd limits the
+// operations and the conditions of a transaction to maxOps each, and a
+// Guard's conditions take guardCmps of them. The names of a batch share most
+// ancestors, each asked about once (see nested.go). A change larger than the
+// limits makes a batch on its own.
+type batcher struct {
+	maxOps    int
+	batch     []change
+	ops, cmps int
+	asked     map[string]bool
+}
+
+func newBatcher(maxOps int) *batcher {
+	return &batcher{maxOps: maxOps, cmps: guardCmps, asked: make(map[string]bool)}
+}
+
+// add adds c to the batch and reports whether it fit. A change that does not
+// fit is left out, and the batch is full.
+func (b *batcher) add(c change) bool {
+	o, more := c.counts()
+	for _, a := range c.above {
+		if !b.asked[a.name] {
+			more++
+		}
+	}
+	if len(b.batch) > 0 && (b.ops+o > b.maxOps || b.cmps+more > b.maxOps) {
+		return false
+	}
+	for _, a := range c.above {
+		b.asked[a.name] = true
+	}
+	b.ops += o
+	b.cmps += more
+	b.batch = append(b.batch, c)
+	return true
+}
+
+// take returns the batch and starts an empty one.
+func (b *batcher) take() []change {
+	out := b.batch
+	b.batch, b.ops, b.cmps = nil, 0, guardCmps
+	clear(b.asked)
+	return out
+}
+
 // batches splits changes, in their order, into the transactions that commit
-// them. etcd limits the operations and the conditions of a transaction to
-// maxOps each, and a Guard's conditions take guardCmps of them. The names of
-// a batch share most ancestors, each asked about once (see nested.go). A
-// change larger than the limits makes a batch on its own.
+// them.
 func batches(changes []change, maxOps int) [][]change {
 	var out [][]change
-	asked := make(map[string]bool)
-	for len(changes) > 0 {
-		n, ops, cmps := 0, 0, guardCmps
-		clear(asked)
-		for n < len(changes) {
-			c := &changes[n]
-			o, more := c.counts()
-			for _, a := range c.above {
-				if !asked[a.name] {
-					more++
-				}
-			}
-			if n > 0 && (ops+o > maxOps || cmps+more > maxOps) {
-				break
-			}
-			for _, a := range c.above {
-				asked[a.name] = true
-			}
-			ops += o
-			cmps += more
-			n++
+	b := newBatcher(maxOps)
+	for _, c := range changes {
+		if !b.add(c) {
+			out = append(out, b.take())
+			b.add(c)
 		}
-		out = append(out, changes[:n:n])
-		changes = changes[n:]
+	}
+	if len(b.batch) > 0 {
+		out = append(out, b.take())
 	}
 	return out
 }

@@ -24,7 +24,7 @@ func BenchmarkDecideClaimed(b *testing.B) {
 	for range b.N {
 		p.mu.Lock()
 		for stored := range p.names {
-			if _, ok := p.diffLocked(stored); !ok {
+			if _, ok := p.diffLocked(stored, false); !ok {
 				b.Fatalf("no change for %s", stored)
 			}
 		}
@@ -48,7 +48,7 @@ func BenchmarkResyncClaimed(b *testing.B) {
 	for range b.N {
 		p.mu.Lock()
 		for stored := range p.names {
-			if _, ok := p.diffLocked(stored); ok {
+			if _, ok := p.diffLocked(stored, false); ok {
 				b.Fatalf("a change for %s", stored)
 			}
 		}

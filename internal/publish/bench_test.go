@@ -46,7 +46,7 @@ func BenchmarkDiff(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				p.mu.Lock()
-				c, ok := p.diffLocked("web.shop.example.org")
+				c, ok := p.diffLocked("web.shop.example.org", true)
 				p.mu.Unlock()
 				if !ok || len(c.puts) != 1 {
 					b.Fatalf("diff = %d puts, want 1", len(c.puts))

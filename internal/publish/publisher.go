@@ -610,10 +610,10 @@ func (p *Publisher) flush(ctx context.Context) error {
 		return nil
 	}
 	p.flushing = true
-	changes := p.decideLocked()
+	q := p.takeDirtyLocked()
 	p.mu.Unlock()
 
-	failed := p.commitAll(ctx, changes)
+	failed := p.commitAll(ctx, q)
 	// The decisions are told before the flush ends, so that WaitIdle
 	// returns once they have been.
 	if p.cfg.OnClaim != nil {
@@ -635,71 +635,37 @@ func (p *Publisher) flush(ctx context.Context) error {
 	return failed
 }
 
-// decideLocked takes the dirty names and returns the changes that bring etcd
-// to what is wanted of them, with the claims' decisions on the way.
-func (p *Publisher) decideLocked() []change {
-	names := make([]string, 0, len(p.dirty))
-	for stored := range p.dirty {
-		names = append(names, stored)
-	}
-	slices.SortFunc(names, compareFromRight)
-	// Names that follow another are decided after it (see atname.go), and
-	// again when the decision on the name they follow changes.
-	names = p.followersLastLocked(names)
-	changes := make([]change, 0, len(names))
-	decided := make(map[string]bool, len(names))
-	for len(names) > 0 {
-		for _, stored := range names {
-			decided[stored] = true
-			if c, ok := p.diffLocked(stored); ok {
-				changes = append(changes, c)
-			}
-		}
-		names = names[:0]
-		for _, f := range p.refollow {
-			if !decided[f] {
-				decided[f] = true
-				names = append(names, f)
-			}
-		}
-		p.refollow = p.refollow[:0]
-	}
-	changes = p.holdMassDeletionLocked(changes)
-	for i := range changes {
-		changes[i].observed = p.since[changes[i].name]
-	}
-	// New maps rather than cleared ones: a cleared map keeps the room of
-	// every name a cold start or a full reconciliation marked.
-	p.dirty = make(map[string]bool)
-	p.since = make(map[string]time.Time)
-	return changes
-}
-
-// commitAll commits changes in batches, up to MaxTxnsInFlight at once, and
-// returns the first failure. After a failure no new batch starts: the failed
-// and the unstarted ones are marked dirty again.
-func (p *Publisher) commitAll(ctx context.Context, changes []change) error {
+// commitAll commits the changes of q in batches, up to MaxTxnsInFlight at
+// once, each decided as its slot frees up, and returns the first failure.
+// After a failure no new batch starts: the failed batch and what q has left
+// are marked dirty again.
+func (p *Publisher) commitAll(ctx context.Context, q *queue) error {
 	var (
 		wg       sync.WaitGroup
 		failMu   sync.Mutex
 		failed   error
 		inFlight = make(chan struct{}, p.cfg.MaxTxnsInFlight)
+		b        = newBatcher(p.cfg.MaxTxnOps)
 	)
 	stopped := func() bool {
 		failMu.Lock()
 		defer failMu.Unlock()
 		return failed != nil
 	}
-	for _, batch := range batches(changes, p.cfg.MaxTxnOps) {
-		if stopped() {
-			p.requeue(batch)
-			continue
-		}
+	for {
 		inFlight <- struct{}{}
+		p.mu.Lock()
 		if stopped() {
+			q.requeueLocked(p)
+			p.mu.Unlock()
 			<-inFlight
-			p.requeue(batch)
-			continue
+			break
+		}
+		batch := q.fillLocked(p, b)
+		p.mu.Unlock()
+		if len(batch) == 0 {
+			<-inFlight
+			break
 		}
 		wg.Add(1)
 		go func() {
@@ -711,7 +677,9 @@ func (p *Publisher) commitAll(ctx context.Context, changes []change) error {
 					failed = err
 				}
 				failMu.Unlock()
-				p.requeue(batch)
+				p.mu.Lock()
+				p.requeueLocked(batch)
+				p.mu.Unlock()
 			}
 		}()
 	}
@@ -719,17 +687,22 @@ func (p *Publisher) commitAll(ctx context.Context, changes []change) error {
 	return failed
 }
 
-// requeue marks the names of a batch not written dirty again, as they were.
-func (p *Publisher) requeue(batch []change) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// requeueLocked marks the names of a batch not written dirty again, as they
+// were.
+func (p *Publisher) requeueLocked(batch []change) {
 	for _, c := range batch {
-		if _, ok := p.dirty[c.name]; !ok {
-			p.dirty[c.name] = c.event
-		}
-		if _, ok := p.since[c.name]; !ok && !c.observed.IsZero() {
-			p.since[c.name] = c.observed
-		}
+		p.markAgainLocked(c.name, c.event, c.observed)
+	}
+}
+
+// markAgainLocked marks a name a flush did not write dirty again: by a
+// change (event) seen at observed, or by a full reconciliation.
+func (p *Publisher) markAgainLocked(stored string, event bool, observed time.Time) {
+	if _, ok := p.dirty[stored]; !ok {
+		p.dirty[stored] = event
+	}
+	if _, ok := p.since[stored]; !ok && !observed.IsZero() {
+		p.since[stored] = observed
 	}
 }
 
@@ -754,13 +727,14 @@ func compareFromRight(a, b string) int {
 	}
 }
 
-// diffLocked computes the change of one name, dropping names that need nothing.
-func (p *Publisher) diffLocked(stored string) (change, bool) {
+// diffLocked computes the change of one name, marked by a change (event) or by
+// a full reconciliation, dropping names that need nothing.
+func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 	n := p.names[stored]
 	if n == nil {
 		return change{}, false
 	}
-	c := change{name: stored, event: p.dirty[stored], lease: p.leases[n.shard]}
+	c := change{name: stored, event: event, lease: p.leases[n.shard]}
 	held := p.heldLocked(stored, n)
 	var wants []want
 	if outside := heldOutside(n); outside != nil {
@@ -786,32 +760,57 @@ func (p *Publisher) diffLocked(stored string) (change, bool) {
 	return c, true
 }
 
+// mayDeleteTooManyLocked reports whether a flush of the names marked (by a
+// change, or by a full reconciliation) could delete more than MaxDeleteRatio
+// of skylb's records: only then are its changes decided all at once, for
+// holdMassDeletionLocked to count their deletions.
+func (p *Publisher) mayDeleteTooManyLocked(marked map[string]bool) bool {
+	full := false
+	for _, event := range marked {
+		full = full || !event
+	}
+	if !full {
+		return false
+	}
+	owned, bound := p.ownedLocked(marked)
+	if owned <= minOwnedForRatio || float64(bound) <= p.cfg.MaxDeleteRatio*float64(owned) {
+		// Not even deleting every key of the names a full reconciliation
+		// marked could exceed the ratio; a cold start owns nothing yet.
+		p.count.held.Store(0)
+		return false
+	}
+	return true
+}
+
+// ownedLocked returns the number of records skylb owns, and how many of them
+// are of names a full reconciliation marked.
+func (p *Publisher) ownedLocked(marked map[string]bool) (owned, bound int) {
+	for stored, n := range p.names {
+		event, ok := marked[stored]
+		for _, e := range n.actual {
+			if !e.deleted && e.outside == "" {
+				owned++
+				if ok && !event {
+					bound++
+				}
+			}
+		}
+	}
+	return owned, bound
+}
+
 // holdMassDeletionLocked drops the deletions of a full reconciliation when they
 // exceed MaxDeleteRatio of skylb's records: an empty listing or a mistaken RBAC
 // change must not empty the zone. Writes go ahead; the next full
 // reconciliation looks again.
-func (p *Publisher) holdMassDeletionLocked(changes []change) []change {
-	full := false
-	for _, event := range p.dirty {
-		full = full || !event
-	}
-	if !full {
-		return changes
-	}
+func (p *Publisher) holdMassDeletionLocked(changes []change, marked map[string]bool) []change {
 	deletes := 0
 	for _, c := range changes {
 		if !c.event {
 			deletes += len(c.dels)
 		}
 	}
-	owned := 0
-	for _, n := range p.names {
-		for _, e := range n.actual {
-			if !e.deleted && e.outside == "" {
-				owned++
-			}
-		}
-	}
+	owned, _ := p.ownedLocked(marked)
 	if deletes == 0 || owned <= minOwnedForRatio || float64(deletes) <= p.cfg.MaxDeleteRatio*float64(owned) {
 		p.count.held.Store(0)
 		return changes

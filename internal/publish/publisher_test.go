@@ -2,8 +2,10 @@ package publish_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,7 +30,15 @@ func quietLog() logrus.FieldLogger {
 // start runs a publisher against srv until the test ends.
 func start(t *testing.T, client *clientv3.Client) *publish.Publisher {
 	t.Helper()
-	p := publish.New(client, publish.Config{Prefix: "/skydns", Owner: owner, Timeout: 2 * time.Second, Log: quietLog()})
+	return startWith(t, client, publish.Config{})
+}
+
+// startWith runs a publisher configured by cfg, with the test's prefix, owner,
+// timeout and log, until the test ends.
+func startWith(t *testing.T, client *clientv3.Client, cfg publish.Config) *publish.Publisher {
+	t.Helper()
+	cfg.Prefix, cfg.Owner, cfg.Timeout, cfg.Log = "/skydns", owner, 2*time.Second, quietLog()
+	p := publish.New(client, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -287,6 +297,55 @@ func TestManyNamesShareTransactionsWithinLimit(t *testing.T) {
 	// 300 single-key names fit in three transactions of at most 128 operations.
 	if s := p.Stats(); s.Txns != 3 || s.Puts != 300 {
 		t.Errorf("Stats() = %+v, want 3 transactions and 300 puts", s)
+	}
+}
+
+// refuseOnce is a Guard that refuses the transaction it is asked about at.
+type refuseOnce struct {
+	mu    sync.Mutex
+	n, at int
+}
+
+func (g *refuseOnce) Compares() ([]clientv3.Cmp, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n++
+	if g.n == g.at {
+		return nil, errors.New("not now")
+	}
+	return nil, nil
+}
+
+// TestFlushStoppedMidwayWritesTheRest: a flush decides each transaction's
+// names as the one before is committed; when one fails, its names and those
+// not yet decided are written by the next flush, each once.
+func TestFlushStoppedMidwayWritesTheRest(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	guard := &refuseOnce{at: 3}
+	p := startWith(t, c, publish.Config{MaxTxnOps: 10, MaxTxnsInFlight: 1, Guard: guard})
+	expected := map[string]string{}
+	for i := range 100 {
+		name := fmt.Sprintf("svc%d.default.example.org", i)
+		r := rec(name, fmt.Sprintf("192.0.2.%d", i+1))
+		p.Set(name, publish.Want{Records: []skydns.Record{r}})
+		k, v := kv(r)
+		expected[k] = v
+	}
+	p.Complete()
+	waitIdle(t, p)
+	if diff := cmp.Diff(expected, dump(t, c)); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	// Two transactions, the refused one, then the other eight of the first
+	// flush in the next: ten in all, each name written once.
+	if s := p.Stats(); s.Txns != 10 || s.Puts != 100 {
+		t.Errorf("Stats() = %+v, want 10 transactions and 100 puts", s)
+	}
+	guard.mu.Lock()
+	defer guard.mu.Unlock()
+	if guard.n != 11 {
+		t.Errorf("the guard was asked about %d transactions, want 11 (one refused)", guard.n)
 	}
 }
 
