@@ -64,8 +64,8 @@ func (p *Publisher) heldLocked(stored string, n *name) bool {
 	if n.follows == "" || !p.claiming() {
 		return false
 	}
-	d, ok := p.verdicts[n.follows]
-	return !ok || !d.Granted
+	d, _ := p.verdictLocked(n.follows)
+	return !d.Granted
 }
 
 // followLocked records the name stored follows; empty for none.

@@ -182,6 +182,9 @@ type name struct {
 	// shard is the name's lease shard (see lease.go), hashed once; beside
 	// the flags it takes no room.
 	shard uint8
+	// granted is whether the last decision on the name's claim granted it
+	// (see tellLocked).
+	granted bool
 	// share is how this cluster takes part in answering the name, when it
 	// shares it (see share.go); nil otherwise.
 	share *shareState
@@ -741,7 +744,7 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 		// The records outside keep the name, and its claim, as they are.
 		p.tellLocked(stored, &arbitrate.Decision{Outside: outside})
 	} else {
-		if _, had := p.verdicts[stored]; had && !p.claiming() && n.records != nil {
+		if _, had := p.verdictLocked(stored); had && !p.claiming() && n.records != nil {
 			// Without claims only records outside decide: no longer.
 			p.tellLocked(stored, &arbitrate.Decision{Granted: true})
 		}
