@@ -644,9 +644,11 @@ func (p *Publisher) flush(ctx context.Context) error {
 // are marked dirty again.
 func (p *Publisher) commitAll(ctx context.Context, q *queue) error {
 	var (
+		start    = time.Now()
 		wg       sync.WaitGroup
-		failMu   sync.Mutex
+		failMu   sync.Mutex // guards failed and written
 		failed   error
+		written  unobserved
 		inFlight = make(chan struct{}, p.cfg.MaxTxnsInFlight)
 		b        = newBatcher(p.cfg.MaxTxnOps)
 	)
@@ -674,12 +676,15 @@ func (p *Publisher) commitAll(ctx context.Context, q *queue) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-inFlight }()
-			if err := p.commit(ctx, batch); err != nil {
-				failMu.Lock()
-				if failed == nil {
-					failed = err
-				}
-				failMu.Unlock()
+			err := p.commit(ctx, batch)
+			failMu.Lock()
+			if err == nil {
+				written.add(batch)
+			} else if failed == nil {
+				failed = err
+			}
+			failMu.Unlock()
+			if err != nil {
 				p.mu.Lock()
 				p.requeueLocked(batch)
 				p.mu.Unlock()
@@ -687,6 +692,7 @@ func (p *Publisher) commitAll(ctx context.Context, q *queue) error {
 		}()
 	}
 	wg.Wait()
+	p.logUnobserved(written, time.Since(start))
 	return failed
 }
 
@@ -914,13 +920,14 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 	}
 
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.committedLocked(batch, rev)
+	p.mu.Unlock()
+	p.logChanges(batch, rev)
 	return nil
 }
 
 // committedLocked records a batch committed at revision rev (0 for a dry
-// run) in the view and the claims, counts it and logs it.
+// run) in the view and the claims, and counts it.
 func (p *Publisher) committedLocked(batch []change, rev int64) {
 	for _, c := range batch {
 		n := p.names[c.name]
@@ -949,20 +956,6 @@ func (p *Publisher) committedLocked(batch []change, rev int64) {
 			p.count.handedOver.Add(1)
 		}
 		p.count.puts.Add(int64(len(c.puts)))
-		var added []string
-		for _, w := range c.puts {
-			if w.added {
-				added = append(added, w.host)
-			}
-		}
 		p.count.deletes.Add(int64(len(c.dels)))
-		if p.cfg.DryRun {
-			p.cfg.Log.WithFields(logrus.Fields{"name": c.name, "added": added, "removed": c.removed}).
-				Info("dry run: records would change")
-			continue
-		}
-		p.cfg.Log.WithFields(logrus.Fields{
-			"name": c.name, "added": added, "removed": c.removed, "revision": rev,
-		}).Info("records changed")
 	}
 }

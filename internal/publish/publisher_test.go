@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -33,11 +34,14 @@ func start(t *testing.T, client *clientv3.Client) *publish.Publisher {
 	return startWith(t, client, publish.Config{})
 }
 
-// startWith runs a publisher configured by cfg, with the test's prefix, owner,
-// timeout and log, until the test ends.
+// startWith runs a publisher configured by cfg, with the test's prefix, owner
+// and timeout, until the test ends; a quiet log unless cfg has one.
 func startWith(t *testing.T, client *clientv3.Client, cfg publish.Config) *publish.Publisher {
 	t.Helper()
-	cfg.Prefix, cfg.Owner, cfg.Timeout, cfg.Log = "/skydns", owner, 2*time.Second, quietLog()
+	cfg.Prefix, cfg.Owner, cfg.Timeout = "/skydns", owner, 2*time.Second
+	if cfg.Log == nil {
+		cfg.Log = quietLog()
+	}
 	p := publish.New(client, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -524,5 +528,44 @@ func TestCountRecordsByServedType(t *testing.T) {
 	want := map[skydns.Type]int{skydns.A: 1, skydns.AAAA: 1, skydns.SRV: 1, skydns.CNAME: 1}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("CountRecords (-want +got):\n%s", diff)
+	}
+}
+
+// TestLogSumsUpUnobservedChanges: the names a cold start writes are summed up
+// in one line, and a name an observed Kubernetes change brought gets its own.
+func TestLogSumsUpUnobservedChanges(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	log, hook := logtest.NewNullLogger()
+	p := startWith(t, c, publish.Config{Log: log})
+	for i := range 50 {
+		name := fmt.Sprintf("svc%d.default.example.org", i)
+		p.Set(name, publish.Want{Records: []skydns.Record{rec(name, "192.0.2.1")}})
+	}
+	p.Complete()
+	waitIdle(t, p)
+	lines := func(msg string) []*logrus.Entry {
+		var out []*logrus.Entry
+		for _, e := range hook.AllEntries() {
+			if e.Message == msg && e.Level == logrus.InfoLevel {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	if got := lines("records changed"); len(got) != 0 {
+		t.Errorf("the cold start logged %d names at info, want none", len(got))
+	}
+	if got := lines("records written"); len(got) != 1 || got[0].Data["names"] != 50 {
+		t.Errorf("the cold start's summary lines: %v, want one of 50 names", got)
+	}
+	hook.Reset()
+	p.Set("svc0.default.example.org", publish.Want{Records: []skydns.Record{rec("svc0.default.example.org", "192.0.2.2")}, Observed: time.Now()})
+	waitIdle(t, p)
+	if got := lines("records changed"); len(got) != 1 || got[0].Data["name"] != "svc0.default.example.org" {
+		t.Errorf("an observed change logged %v, want one line for svc0.default.example.org", got)
+	}
+	if got := lines("records written"); len(got) != 0 {
+		t.Errorf("an observed change was summed up too: %v", got)
 	}
 }
