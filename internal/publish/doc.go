@@ -7,8 +7,10 @@
 // the Publisher writes the difference in transactions: all changes to one name in
 // one transaction, many names per transaction up to etcd's operation limit, and a
 // few transactions at once. The difference of one name (diff) and the split of
-// the differences into transactions (batches) are pure functions; the Publisher
-// reads the view under its lock and writes to etcd.
+// the differences into transactions (batcher) are pure; the Publisher reads the
+// view under its lock and writes to etcd. A flush decides each transaction's
+// names as a slot of those in flight frees up (see queue.go), so that a cold
+// start does not hold the changes of every name at once.
 //
 // Clusters sharing an etcd claim the names they publish beside the records; which
 // of them publishes a name is decided by package arbitrate (see claims.go), and
