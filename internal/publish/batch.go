@@ -44,20 +44,3 @@ func (b *batcher) take() []change {
 	clear(b.asked)
 	return out
 }
-
-// batches splits changes, in their order, into the transactions that commit
-// them.
-func batches(changes []change, maxOps int) [][]change {
-	var out [][]change
-	b := newBatcher(maxOps)
-	for _, c := range changes {
-		if !b.add(c) {
-			out = append(out, b.take())
-			b.add(c)
-		}
-	}
-	if len(b.batch) > 0 {
-		out = append(out, b.take())
-	}
-	return out
-}

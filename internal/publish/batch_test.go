@@ -119,3 +119,20 @@ func TestBatches(t *testing.T) {
 		})
 	}
 }
+
+// batches splits changes, in their order, into the transactions a batcher
+// fills with them, as a flush does.
+func batches(changes []change, maxOps int) [][]change {
+	var out [][]change
+	b := newBatcher(maxOps)
+	for _, c := range changes {
+		if !b.add(c) {
+			out = append(out, b.take())
+			b.add(c)
+		}
+	}
+	if len(b.batch) > 0 {
+		out = append(out, b.take())
+	}
+	return out
+}
