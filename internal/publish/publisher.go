@@ -772,23 +772,24 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 // mayDeleteTooManyLocked reports whether a flush of the names marked (by a
 // change, or by a full reconciliation) could delete more than MaxDeleteRatio
 // of skylb's records: only then are its changes decided all at once, for
-// holdMassDeletionLocked to count their deletions.
-func (p *Publisher) mayDeleteTooManyLocked(marked map[string]bool) bool {
+// holdMassDeletionLocked to count their deletions. It also returns the number
+// of records skylb owns, which that compares the deletions with.
+func (p *Publisher) mayDeleteTooManyLocked(marked map[string]bool) (owned int, may bool) {
 	full := false
 	for _, event := range marked {
 		full = full || !event
 	}
 	if !full {
-		return false
+		return 0, false
 	}
 	owned, bound := p.ownedLocked(marked)
 	if owned <= minOwnedForRatio || float64(bound) <= p.cfg.MaxDeleteRatio*float64(owned) {
 		// Not even deleting every key of the names a full reconciliation
 		// marked could exceed the ratio; a cold start owns nothing yet.
 		p.count.held.Store(0)
-		return false
+		return owned, false
 	}
-	return true
+	return owned, true
 }
 
 // ownedLocked returns the number of records skylb owns, and how many of them
@@ -811,15 +812,14 @@ func (p *Publisher) ownedLocked(marked map[string]bool) (owned, bound int) {
 // holdMassDeletionLocked drops the deletions of a full reconciliation when they
 // exceed MaxDeleteRatio of skylb's records: an empty listing or a mistaken RBAC
 // change must not empty the zone. Writes go ahead; the next full
-// reconciliation looks again.
-func (p *Publisher) holdMassDeletionLocked(changes []change, marked map[string]bool) []change {
+// reconciliation looks again. owned is the number of records skylb owns.
+func (p *Publisher) holdMassDeletionLocked(changes []change, owned int) []change {
 	deletes := 0
 	for _, c := range changes {
 		if !c.event {
 			deletes += len(c.dels)
 		}
 	}
-	owned, _ := p.ownedLocked(marked)
 	if deletes == 0 || owned <= minOwnedForRatio || float64(deletes) <= p.cfg.MaxDeleteRatio*float64(owned) {
 		p.count.held.Store(0)
 		return changes

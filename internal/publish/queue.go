@@ -36,12 +36,12 @@ func (p *Publisher) takeDirtyLocked() *queue {
 	// Names that follow another are decided after it (see atname.go), and
 	// again when the decision on the name they follow changes.
 	q.names = p.followersLastLocked(q.names)
-	if p.mayDeleteTooManyLocked(q.marked) {
+	if owned, may := p.mayDeleteTooManyLocked(q.marked); may {
 		var all []change
 		for c, ok := q.popLocked(p); ok; c, ok = q.popLocked(p) {
 			all = append(all, c)
 		}
-		q.ahead = p.holdMassDeletionLocked(all, q.marked)
+		q.ahead = p.holdMassDeletionLocked(all, owned)
 	}
 	return q
 }
