@@ -107,6 +107,20 @@ func kv(r skydns.Record) (string, string) {
 	return skydns.Key("/skydns", owner, r), string(skydns.Encode(owner, r))
 }
 
+// setMany wants one address record for each of n names, svc0.default.example.org
+// and on, and returns the keys and values the publisher writes for them.
+func setMany(p *publish.Publisher, n int) map[string]string {
+	expected := map[string]string{}
+	for i := range n {
+		name := fmt.Sprintf("svc%d.default.example.org", i)
+		r := rec(name, fmt.Sprintf("192.0.2.%d", i%250+1))
+		p.Set(name, publish.Want{Records: []skydns.Record{r}})
+		k, v := kv(r)
+		expected[k] = v
+	}
+	return expected
+}
+
 func want(records ...skydns.Record) map[string]string {
 	m := make(map[string]string)
 	for _, r := range records {
@@ -285,14 +299,7 @@ func TestManyNamesShareTransactionsWithinLimit(t *testing.T) {
 	srv := etcdtest.Start(t)
 	c := srv.NewClient(t)
 	p := start(t, c)
-	expected := map[string]string{}
-	for i := range 300 {
-		name := fmt.Sprintf("svc%d.default.example.org", i)
-		r := rec(name, fmt.Sprintf("192.0.2.%d", i%250+1))
-		p.Set(name, publish.Want{Records: []skydns.Record{r}})
-		k, v := kv(r)
-		expected[k] = v
-	}
+	expected := setMany(p, 300)
 	p.Complete()
 	waitIdle(t, p)
 	if diff := cmp.Diff(expected, dump(t, c)); diff != "" {
@@ -328,14 +335,7 @@ func TestFlushStoppedMidwayWritesTheRest(t *testing.T) {
 	c := srv.NewClient(t)
 	guard := &refuseOnce{at: 3}
 	p := startWith(t, c, publish.Config{MaxTxnOps: 10, MaxTxnsInFlight: 1, Guard: guard})
-	expected := map[string]string{}
-	for i := range 100 {
-		name := fmt.Sprintf("svc%d.default.example.org", i)
-		r := rec(name, fmt.Sprintf("192.0.2.%d", i+1))
-		p.Set(name, publish.Want{Records: []skydns.Record{r}})
-		k, v := kv(r)
-		expected[k] = v
-	}
+	expected := setMany(p, 100)
 	p.Complete()
 	waitIdle(t, p)
 	if diff := cmp.Diff(expected, dump(t, c)); diff != "" {
@@ -538,10 +538,7 @@ func TestLogSumsUpUnobservedChanges(t *testing.T) {
 	c := srv.NewClient(t)
 	log, hook := logtest.NewNullLogger()
 	p := startWith(t, c, publish.Config{Log: log})
-	for i := range 50 {
-		name := fmt.Sprintf("svc%d.default.example.org", i)
-		p.Set(name, publish.Want{Records: []skydns.Record{rec(name, "192.0.2.1")}})
-	}
+	setMany(p, 50)
 	p.Complete()
 	waitIdle(t, p)
 	lines := func(msg string) []*logrus.Entry {
