@@ -262,7 +262,7 @@ func checkEtcdNames(t *testing.T, r map[string]*rendering, certs *certSet) {
 	ep, _ := flagValue(skylb.Spec.Template.Spec.Containers[0].Args, "etcd-endpoints")
 	addURL(ep)
 	corednsEnv := r["coredns"].env(t, nsCoreDNS, dc)
-	for name := range stack.EtcdEndpointVars([]string{""}) {
+	for _, name := range stack.EtcdEndpoints {
 		addURL(corednsEnv[name])
 	}
 	addURL(r["etcd"].env(t, nsEtcd, jc)["ETCDCTL_ENDPOINTS"])

@@ -127,13 +127,16 @@ func (s *Stack) EtcdLeader(ctx context.Context) (EtcdMember, error) {
 	return EtcdMember{}, fmt.Errorf("stack: no etcd member leads: %w", errors.Join(errs...))
 }
 
-// EtcdEndpointVars returns the Corefile's three etcd endpoint variables
-// (SKYLB_ETCD_ENDPOINT, _2 and _3) for the client URLs of an etcd's members,
-// in order, starting again from the first when there are fewer than three:
-// one etcd is listed three times.
+// EtcdEndpoints are the Corefile's variables of etcd's client URLs, one per
+// member of the three the manifests run.
+var EtcdEndpoints = []string{"SKYLB_ETCD_ENDPOINT", "SKYLB_ETCD_ENDPOINT_2", "SKYLB_ETCD_ENDPOINT_3"}
+
+// EtcdEndpointVars returns the values of EtcdEndpoints for the client URLs of
+// an etcd's members, in order, starting again from the first when there are
+// fewer than three: one etcd is listed three times.
 func EtcdEndpointVars(urls []string) map[string]string {
 	vars := map[string]string{}
-	for i, name := range []string{"SKYLB_ETCD_ENDPOINT", "SKYLB_ETCD_ENDPOINT_2", "SKYLB_ETCD_ENDPOINT_3"} {
+	for i, name := range EtcdEndpoints {
 		vars[name] = urls[i%len(urls)]
 	}
 	return vars
