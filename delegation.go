@@ -6,10 +6,9 @@ import (
 	"io"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/skylb/skylb/internal/app"
 	"github.com/skylb/skylb/internal/dnsname"
+	"github.com/skylb/skylb/internal/kubeclient"
 )
 
 // delegationFlags are the flags of skylb run that skylb delegation reads.
@@ -37,11 +36,13 @@ func delegation(o *options, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var kube kubernetes.Interface
+	var kube kubeclient.Interface
 	if zc.NameserverSelector != nil {
 		if rc, kerr := kubeConfig(o.kubeconfig); kerr == nil {
 			rc.Timeout = 10 * time.Second
-			kube, _ = kubernetes.NewForConfig(rc)
+			if c, cerr := kubeclient.NewClient(rc); cerr == nil {
+				kube = c
+			}
 		}
 	}
 	if err := app.PrintDelegation(ctx, stdout, stderr, src, zc, kube); err != nil {

@@ -1,17 +1,16 @@
 package main
 
 import (
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/transport"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/skylb/skylb/internal/app"
+	"github.com/skylb/skylb/internal/kubeclient"
 )
 
-// kubeClients builds the Kubernetes, Gateway API and metadata clients from a
+// kubeClients builds the Kubernetes and metadata clients from a
 // kubeconfig path, or in-cluster config, or $KUBECONFIG and ~/.kube/config,
 // with wrap around their transport.
 func kubeClients(path string, wrap transport.WrapperFunc) (app.Clients, error) {
@@ -20,11 +19,7 @@ func kubeClients(path string, wrap transport.WrapperFunc) (app.Clients, error) {
 		return app.Clients{}, err
 	}
 	cfg.Wrap(wrap)
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return app.Clients{}, err
-	}
-	gw, err := gatewayclient.NewForConfig(cfg)
+	kube, err := kubeclient.NewClient(cfg)
 	if err != nil {
 		return app.Clients{}, err
 	}
@@ -32,7 +27,7 @@ func kubeClients(path string, wrap transport.WrapperFunc) (app.Clients, error) {
 	if err != nil {
 		return app.Clients{}, err
 	}
-	return app.Clients{Kube: kube, Gateway: gw, Metadata: meta}, nil
+	return app.Clients{Kube: kube, Metadata: meta}, nil
 }
 
 // kubeConfig returns the client configuration kubeClient uses.

@@ -21,17 +21,14 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/record"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/health"
+	"github.com/skylb/skylb/internal/kubeclient"
 	"github.com/skylb/skylb/internal/leader"
 	"github.com/skylb/skylb/internal/metrics"
 	"github.com/skylb/skylb/internal/publish"
@@ -116,9 +113,7 @@ const DefaultStartGCPercent = 25
 
 // Clients are the API clients skylb reads from.
 type Clients struct {
-	Kube kubernetes.Interface
-	// Gateway is the Gateway API client; nil leaves the Gateway API alone.
-	Gateway gatewayclient.Interface
+	Kube kubeclient.Interface
 	// Metadata, when set, watches CustomResourceDefinitions so that the
 	// Gateway API is picked up as soon as its CRDs are installed.
 	Metadata metadata.Interface
@@ -208,7 +203,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 		Log:          cfg.Log.WithField("component", "controller"),
 	}
 	if cfg.GatewayAPI {
-		ctrlCfg.Gateway, ctrlCfg.GatewayPoll, ctrlCfg.CRDs = clients.Gateway, cfg.GatewayPoll, clients.Metadata
+		ctrlCfg.GatewayAPI, ctrlCfg.GatewayPoll, ctrlCfg.CRDs = true, cfg.GatewayPoll, clients.Metadata
 	}
 	if elector != nil {
 		ctrlCfg.Leading = elector.Leading
@@ -408,10 +403,10 @@ func once(ctx context.Context, cfg Config, pub *publish.Publisher, ctrl *control
 	return nil
 }
 
-func eventRecorder(ctx context.Context, kube kubernetes.Interface) (record.EventRecorder, func()) {
+func eventRecorder(ctx context.Context, kube kubeclient.Interface) (record.EventRecorder, func()) {
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "skylb"}), broadcaster.Shutdown
+	broadcaster.StartRecordingToSink(kube.EventSink())
+	return broadcaster.NewRecorder(kubeclient.Scheme, corev1.EventSource{Component: "skylb"}), broadcaster.Shutdown
 }
 
 // guardList is the conditions of several Guards together: every write meets

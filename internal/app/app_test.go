@@ -21,6 +21,7 @@ import (
 
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/etcdtest"
+	"github.com/skylb/skylb/internal/kubeclient/kubefake"
 	"github.com/skylb/skylb/internal/leader"
 	"github.com/skylb/skylb/internal/registry"
 	"github.com/skylb/skylb/internal/scope"
@@ -93,7 +94,7 @@ func TestRunOnce(t *testing.T) {
 			cfg.Once, cfg.OnceTimeout, cfg.Summary = true, 30*time.Second, &summary
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if err := Run(ctx, cfg, Clients{Kube: kube}, etcd); err != nil {
+			if err := Run(ctx, cfg, Clients{Kube: kubefake.For(kube)}, etcd); err != nil {
 				t.Fatalf("Run = %v", err)
 			}
 			if diff := cmp.Diff(tt.summary, summary.String()); diff != "" {
@@ -121,7 +122,7 @@ func TestRunOnceRefusesAnotherScope(t *testing.T) {
 		cfg.Scope = sc
 		cfg.Once, cfg.OnceTimeout, cfg.Summary = true, 30*time.Second, io.Discard
 		start := time.Now()
-		err := Run(ctx, cfg, Clients{Kube: fake.NewClientset(webService())}, etcd)
+		err := Run(ctx, cfg, Clients{Kube: kubefake.New(webService())}, etcd)
 		if !errors.Is(err, registry.ErrConflict) {
 			t.Errorf("Run with scope %q = %v, want ErrConflict", sc, err)
 		}
@@ -146,7 +147,7 @@ func TestRunStopsWhenCtxEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, Clients{Kube: fake.NewClientset(webService())}, etcd) }()
+	go func() { done <- Run(ctx, cfg, Clients{Kube: kubefake.New(webService())}, etcd) }()
 
 	want := []string{"web.shop.example.org 192.0.2.10", "www.example.org 192.0.2.10"}
 	deadline := time.Now().Add(30 * time.Second)

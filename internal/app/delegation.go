@@ -6,15 +6,16 @@ import (
 	"io"
 	"net/netip"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/skylb/skylb/internal/controller"
+	"github.com/skylb/skylb/internal/kubeclient"
 	"github.com/skylb/skylb/internal/source"
 	"github.com/skylb/skylb/internal/zone"
 )
@@ -23,7 +24,7 @@ import (
 // conditional-forwarder settings. With a nameserver selector it reads the
 // cluster once through kube (which may be nil when no cluster can be reached);
 // when that fails it says so on warn and prints the static nameservers alone.
-func PrintDelegation(ctx context.Context, out, warn io.Writer, src source.Config, zc *controller.ZoneConfig, kube kubernetes.Interface) error {
+func PrintDelegation(ctx context.Context, out, warn io.Writer, src source.Config, zc *controller.ZoneConfig, kube kubeclient.Interface) error {
 	var found []netip.Addr
 	if zc.NameserverSelector != nil {
 		var err error
@@ -41,22 +42,22 @@ func PrintDelegation(ctx context.Context, out, warn io.Writer, src source.Config
 
 // findNameservers reads the selected Services, their EndpointSlices and their
 // nodes once, and returns the nameserver addresses the controller would publish.
-func findNameservers(ctx context.Context, kube kubernetes.Interface, src source.Config, sel labels.Selector) ([]netip.Addr, error) {
+func findNameservers(ctx context.Context, kube kubeclient.Interface, src source.Config, sel labels.Selector) ([]netip.Addr, error) {
 	index := func() cache.Indexer {
 		return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	}
 	svcIdx, sliceIdx, nodeIdx := index(), index(), index()
-	svcs, err := kube.CoreV1().Services("").List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
-	if err != nil {
+	var svcs corev1.ServiceList
+	if err := kube.List(ctx, kubeclient.Services, metav1.NamespaceAll, metav1.ListOptions{LabelSelector: sel.String()}, &svcs); err != nil {
 		return nil, err
 	}
 	nodes := map[string]bool{}
 	for i := range svcs.Items {
 		svc := &svcs.Items[i]
 		_ = svcIdx.Add(svc)
-		eps, err := kube.DiscoveryV1().EndpointSlices(svc.Namespace).List(ctx,
-			metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc.Name})
-		if err != nil {
+		var eps discoveryv1.EndpointSliceList
+		if err := kube.List(ctx, kubeclient.EndpointSlices, svc.Namespace,
+			metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc.Name}, &eps); err != nil {
 			return nil, err
 		}
 		for j := range eps.Items {
@@ -69,8 +70,8 @@ func findNameservers(ctx context.Context, kube kubernetes.Interface, src source.
 		}
 	}
 	for name := range nodes {
-		n, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
+		n := &corev1.Node{}
+		if err := kube.Get(ctx, kubeclient.Nodes, "", name, n); err != nil {
 			return nil, err
 		}
 		_ = nodeIdx.Add(n)

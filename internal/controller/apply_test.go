@@ -8,10 +8,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/skylb/skylb/internal/dnsname"
+	"github.com/skylb/skylb/internal/kubeclient/kubefake"
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
@@ -54,7 +54,7 @@ func TestApply(t *testing.T) {
 			c := New(Config{
 				Source: source.Config{Zones: zones, TTL: 30}, DryRun: tt.dryRun,
 				Leading: func() bool { return tt.leading }, Log: log,
-			}, fake.NewClientset(), pub, recorder)
+			}, kubefake.New(), pub, recorder)
 			c.started.Store(true)
 			o := out
 			o.seq = c.order.begin()

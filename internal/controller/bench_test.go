@@ -14,11 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/skylb/skylb/internal/dnsname"
+	"github.com/skylb/skylb/internal/kubeclient/kubefake"
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/source"
 )
@@ -72,11 +72,11 @@ func BenchmarkSyncAll(b *testing.B) {
 			}
 			for range b.N {
 				b.StopTimer()
-				kube := fake.NewClientset(objs...)
+				kube := kubefake.New(objs...)
 				pub := publish.New(nil, publish.Config{Prefix: "/skydns", Owner: "bench", Log: log})
 				c := New(Config{Source: source.Config{Zones: zones, TTL: 30}, Log: log}, kube, pub, &record.FakeRecorder{}) // no channel: Events are dropped
 				ctx, cancel := context.WithCancel(context.Background())
-				c.factories.start(ctx.Done())
+				stop := c.runInformers(ctx)
 				if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 					b.Fatal("caches did not sync")
 				}
@@ -87,7 +87,7 @@ func BenchmarkSyncAll(b *testing.B) {
 					b.Fatalf("synced %d objects (%v), want %d", n, err, size.svcs+size.ings)
 				}
 				cancel()
-				c.factories.shutdown()
+				stop()
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(size.svcs+size.ings), "ns/object")
@@ -125,21 +125,21 @@ func BenchmarkSyncService100Endpoints(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	kube := fake.NewClientset(objs...)
+	kube := kubefake.New(objs...)
 	pub := publish.New(nil, publish.Config{Prefix: "/skydns", Owner: "bench", Log: log})
 	// Not leading: no status is queued, so the measure is the records alone.
 	c := New(Config{Source: source.Config{Zones: zones, TTL: 30}, Leading: func() bool { return false }, Log: log},
 		kube, pub, &record.FakeRecorder{}) // no channel: Events are dropped
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c.factories.start(ctx.Done())
+	defer c.runInformers(ctx)()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		b.Fatal("caches did not sync")
 	}
 	if _, err := c.syncAll(ctx); err != nil {
 		b.Fatal(err)
 	}
-	store := c.factories.cluster.Discovery().V1().EndpointSlices().Informer().GetStore()
+	store := c.informers.slices.list[0].GetStore()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {

@@ -19,10 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
@@ -31,10 +31,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/health"
+	"github.com/skylb/skylb/internal/kubeclient"
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/rank"
 	"github.com/skylb/skylb/internal/scope"
@@ -80,12 +80,12 @@ type Config struct {
 	// ReverseZones are the reverse zones where the published addresses get
 	// PTR records (see package rank); none publishes none.
 	ReverseZones []dnsname.ReverseZone
-	// Gateway, when set, is the Gateway API client: Gateways, HTTPRoutes,
-	// GRPCRoutes and TLSRoutes are published once discovery says their CRDs
-	// are served, asked again every GatewayPoll (a minute when 0).
-	Gateway     gatewayclient.Interface
+	// GatewayAPI publishes Gateways, HTTPRoutes, GRPCRoutes and TLSRoutes
+	// once discovery says their CRDs are served, asked again every
+	// GatewayPoll (a minute when 0).
+	GatewayAPI  bool
 	GatewayPoll time.Duration
-	// CRDs, when set with Gateway, watches the metadata of
+	// CRDs, when set with GatewayAPI, watches the metadata of
 	// CustomResourceDefinitions, so that Gateway API CRDs installed later
 	// are picked up within seconds rather than at the next GatewayPoll.
 	CRDs metadata.Interface
@@ -99,8 +99,8 @@ type Controller struct {
 	pub      Publisher
 	recorder record.EventRecorder
 
-	kube      kubernetes.Interface
-	factories factories
+	kube      API
+	informers coreInformers
 	services  corelisters.ServiceLister
 	ingresses networkinglisters.IngressLister
 	// synced report, one per event handler, that the informer's cache has
@@ -148,8 +148,20 @@ type Controller struct {
 	gw *gatewayState // nil without Config.Gateway
 }
 
+// API is what the controller reads from and writes to the Kubernetes API;
+// *kubeclient.Client is one.
+type API interface {
+	// ListWatch lists and watches resource r in namespace, every namespace
+	// when it is "".
+	ListWatch(r schema.GroupVersionResource, namespace string) cache.ListerWatcher
+	// Patch patches an object, or its subresource when one is given.
+	Patch(ctx context.Context, r schema.GroupVersionResource, namespace, name string, pt types.PatchType, data []byte, subresource ...string) error
+	// ServedResources returns the resources served in group version gv.
+	ServedResources(ctx context.Context, gv schema.GroupVersion) (map[string]bool, error)
+}
+
 // New returns a Controller reading from kube and writing to pub. Events go to recorder.
-func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.EventRecorder) *Controller {
+func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Controller {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 2
 	}
@@ -162,8 +174,11 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 	strip := transform(cfg.Zone, cfg.Scope)
 	sc := cfg.Scope
 	svcNS := serviceNamespaces(sc, cfg.Source.IngressService)
-	f := newFactories(kube, svcNS, strip)
-	gw := newGatewayState(cfg.Gateway, cfg.CRDs, cfg.GatewayPoll, sc, strip)
+	f := informerMaker{api: kube, transform: strip}
+	var gw *gatewayState
+	if cfg.GatewayAPI {
+		gw = newGatewayState(f, cfg.CRDs, cfg.GatewayPoll, sc)
+	}
 	// Services, their EndpointSlices and the Nodes give the addresses of
 	// Services, of the ingress controller's and of the Gateways', and the
 	// nameservers found by the selector; a scope that needs none of them
@@ -171,20 +186,12 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 	var svcs, slices_, nodes, ings informerSet
 	if sc.Kind(source.KindService) || sc.Kind(source.KindIngress) && cfg.Source.IngressService != "" || gw != nil ||
 		cfg.Zone != nil && cfg.Zone.NameserverSelector != nil {
-		svcs = f.of(svcNS, func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
-			return f.Core().V1().Services().Informer()
-		})
-		slices_ = f.of(svcNS, func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
-			return f.Discovery().V1().EndpointSlices().Informer()
-		})
-		nodes = f.of(nil, func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
-			return f.Core().V1().Nodes().Informer()
-		})
+		svcs = f.of(kubeclient.Services, &corev1.Service{}, svcNS)
+		slices_ = f.of(kubeclient.EndpointSlices, &discoveryv1.EndpointSlice{}, svcNS)
+		nodes = f.of(kubeclient.Nodes, &corev1.Node{}, nil)
 	}
 	if sc.Kind(source.KindIngress) {
-		ings = f.of(sc.Namespaces, func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
-			return f.Networking().V1().Ingresses().Informer()
-		})
+		ings = f.of(kubeclient.Ingresses, &networkingv1.Ingress{}, sc.Namespaces)
 	}
 	listers := source.Listers{
 		EndpointSlices: discoverylisters.NewEndpointSliceLister(slices_.indexer()),
@@ -201,7 +208,7 @@ func New(cfg Config, kube kubernetes.Interface, pub Publisher, recorder record.E
 		pub:       pub,
 		recorder:  recorder,
 		kube:      kube,
-		factories: f,
+		informers: coreInformers{services: svcs, slices: slices_, nodes: nodes, ingresses: ings},
 		services:  listers.Services,
 		ingresses: networkinglisters.NewIngressLister(ings.indexer()),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
@@ -556,6 +563,20 @@ func (c *Controller) enqueueAll(kind string) {
 	}
 }
 
+// runInformers runs the informers of the core resources until ctx ends or
+// stop is called; stop returns once they have stopped.
+func (c *Controller) runInformers(ctx context.Context) (stop func()) {
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(ctx)
+	for _, s := range c.informers.all() {
+		s.run(ctx, &wg)
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
 // Ready reports whether the caches have synced and the first full pass is done.
 func (c *Controller) Ready() bool { return c.ready.Load() }
 
@@ -566,8 +587,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	defer c.statusQueue.ShutDown()
 
-	c.factories.start(ctx.Done())
-	defer c.factories.shutdown()
+	defer c.runInformers(ctx)()
 	synced := append(slices.Clone(c.synced), c.startGatewayAtStart(ctx)...)
 	c.cfg.Log.Info("waiting for informer caches to sync")
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {

@@ -22,6 +22,7 @@ import (
 	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/etcdtest"
+	"github.com/skylb/skylb/internal/kubeclient/kubefake"
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/scope"
 	"github.com/skylb/skylb/internal/skydns"
@@ -68,7 +69,7 @@ func runScoped(t *testing.T, srv *etcdtest.Server, cfg source.Config, sc scope.S
 	}
 	e.pub = publish.New(e.etcd, publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
 	cfg.Zones, cfg.TTL, cfg.DefaultNamespace, cfg.ApexNamespaces = zones, 30, "default", []string{"default"}
-	ctrl := controller.New(controller.Config{Source: cfg, Scope: sc, Log: quietLog()}, e.kube, e.pub, e.recorder)
+	ctrl := controller.New(controller.Config{Source: cfg, Scope: sc, Log: quietLog()}, kubefake.For(e.kube), e.pub, e.recorder)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { e.pub.Run(ctx); done <- struct{}{} }()

@@ -10,15 +10,16 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/skylb/skylb/internal/kubeclient/kubefake"
 )
 
 // NewOnListers returns a Controller whose informers' caches hold objects, as
 // the informers' transform leaves them, and which runs nothing: no informer,
 // no queue, no publisher. Its syncs read the caches alone.
 func NewOnListers(cfg Config, objects ...runtime.Object) (*Controller, error) {
-	c := New(cfg, fake.NewClientset(), nil, nil)
+	c := New(cfg, kubefake.New(), nil, nil)
 	strip := transform(cfg.Zone, cfg.Scope)
 	for _, obj := range objects {
 		inf, err := c.informerOf(obj)
@@ -48,23 +49,30 @@ func (c *Controller) Delete(obj runtime.Object) error {
 // informerOf returns the informer whose cache holds obj: that of its
 // namespace when namespaces are watched one by one.
 func (c *Controller) informerOf(obj runtime.Object) (cache.SharedIndexInformer, error) {
-	f := c.factories.cluster
-	if m, err := meta.Accessor(obj); err == nil {
-		if byNS, ok := c.factories.byNS[m.GetNamespace()]; ok {
-			f = byNS
-		}
-	}
+	var set informerSet
 	switch obj.(type) {
 	case *corev1.Service:
-		return f.Core().V1().Services().Informer(), nil
+		set = c.informers.services
 	case *corev1.Node:
-		return f.Core().V1().Nodes().Informer(), nil
+		set = c.informers.nodes
 	case *discoveryv1.EndpointSlice:
-		return f.Discovery().V1().EndpointSlices().Informer(), nil
+		set = c.informers.slices
 	case *networkingv1.Ingress:
-		return f.Networking().V1().Ingresses().Informer(), nil
+		set = c.informers.ingresses
+	default:
+		return nil, fmt.Errorf("no informer for a %T", obj)
 	}
-	return nil, fmt.Errorf("no informer for a %T", obj)
+	if len(set.list) == 0 {
+		return nil, fmt.Errorf("no informer for a %T in this scope", obj)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	if i := slices.Index(set.namespaces, m.GetNamespace()); i >= 0 {
+		return set.list[i], nil
+	}
+	return set.list[0], nil
 }
 
 // Decision is an outcome as a test compares it.

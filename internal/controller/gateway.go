@@ -13,16 +13,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
-	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
+	"github.com/skylb/skylb/internal/kubeclient"
 	"github.com/skylb/skylb/internal/scope"
 	"github.com/skylb/skylb/internal/source"
 )
@@ -49,70 +49,47 @@ type gatewayKind struct {
 // served: a cluster without the Gateway API costs nothing, and one that
 // installs it later is picked up without a restart.
 type gatewayState struct {
-	client gatewayclient.Interface
-	crds   metadata.Interface // nil: discovery every poll only
-	poll   time.Duration
-	kinds  []*gatewayKind // the Gateway first
+	api   API
+	crds  metadata.Interface // nil: discovery every poll only
+	poll  time.Duration
+	kinds []*gatewayKind // the Gateway first
 	// kick is signalled when a Gateway API CRD is created or changes.
 	kick chan struct{}
 	// running joins the informers started as their resources are served.
 	running sync.WaitGroup
 }
 
-func newGatewayState(client gatewayclient.Interface, crds metadata.Interface, poll time.Duration, sc scope.Scope, transform cache.TransformFunc) *gatewayState {
-	if client == nil || !sc.GatewayAPI() {
+func newGatewayState(f informerMaker, crds metadata.Interface, poll time.Duration, sc scope.Scope) *gatewayState {
+	if !sc.GatewayAPI() {
 		return nil
 	}
 	if poll <= 0 {
 		poll = time.Minute
 	}
-	var fs []gatewayinformers.SharedInformerFactory
-	for _, ns := range sc.Namespaces {
-		fs = append(fs, gatewayinformers.NewSharedInformerFactoryWithOptions(client, 0,
-			gatewayinformers.WithTransform(transform), gatewayinformers.WithNamespace(ns)))
-	}
-	if len(fs) == 0 {
-		fs = append(fs, gatewayinformers.NewSharedInformerFactoryWithOptions(client, 0, gatewayinformers.WithTransform(transform)))
-	}
-	set := func(get func(gatewayinformers.SharedInformerFactory) cache.SharedIndexInformer) informerSet {
-		out := informerSet{}
-		if len(sc.Namespaces) > 0 {
-			out.namespaces = sc.Namespaces
-		}
-		for _, f := range fs {
-			out.list = append(out.list, get(f))
-		}
-		return out
+	set := func(r schema.GroupVersionResource, obj runtime.Object) informerSet {
+		return f.of(r, obj, sc.Namespaces)
 	}
 	// The Gateways are read whenever a kind of the Gateway API is
 	// published: routes take their addresses.
-	g := &gatewayState{client: client, crds: crds, poll: poll, kick: make(chan struct{}, 1), kinds: []*gatewayKind{
-		{kind: source.KindGateway, resource: "gateways", informers: set(func(f gatewayinformers.SharedInformerFactory) cache.SharedIndexInformer {
-			return f.Gateway().V1().Gateways().Informer()
-		})},
+	g := &gatewayState{api: f.api, crds: crds, poll: poll, kick: make(chan struct{}, 1), kinds: []*gatewayKind{
+		{kind: source.KindGateway, resource: "gateways", informers: set(kubeclient.Gateways, &gatewayv1.Gateway{})},
 	}}
 	routes := []*gatewayKind{
-		{kind: source.KindHTTPRoute, resource: "httproutes", informers: set(func(f gatewayinformers.SharedInformerFactory) cache.SharedIndexInformer {
-			return f.Gateway().V1().HTTPRoutes().Informer()
-		}), route: func(o any) (source.Route, bool) {
+		{kind: source.KindHTTPRoute, resource: "httproutes", informers: set(kubeclient.HTTPRoutes, &gatewayv1.HTTPRoute{}), route: func(o any) (source.Route, bool) {
 			r, ok := o.(*gatewayv1.HTTPRoute)
 			if !ok {
 				return source.Route{}, false
 			}
 			return source.HTTPRoute(r), true
 		}},
-		{kind: source.KindGRPCRoute, resource: "grpcroutes", informers: set(func(f gatewayinformers.SharedInformerFactory) cache.SharedIndexInformer {
-			return f.Gateway().V1().GRPCRoutes().Informer()
-		}), route: func(o any) (source.Route, bool) {
+		{kind: source.KindGRPCRoute, resource: "grpcroutes", informers: set(kubeclient.GRPCRoutes, &gatewayv1.GRPCRoute{}), route: func(o any) (source.Route, bool) {
 			r, ok := o.(*gatewayv1.GRPCRoute)
 			if !ok {
 				return source.Route{}, false
 			}
 			return source.GRPCRoute(r), true
 		}},
-		{kind: source.KindTLSRoute, resource: "tlsroutes", informers: set(func(f gatewayinformers.SharedInformerFactory) cache.SharedIndexInformer {
-			return f.Gateway().V1().TLSRoutes().Informer()
-		}), route: func(o any) (source.Route, bool) {
+		{kind: source.KindTLSRoute, resource: "tlsroutes", informers: set(kubeclient.TLSRoutes, &gatewayv1.TLSRoute{}), route: func(o any) (source.Route, bool) {
 			r, ok := o.(*gatewayv1.TLSRoute)
 			if !ok {
 				return source.Route{}, false
@@ -357,25 +334,16 @@ func (c *Controller) gatewayKeys() []string {
 
 // servedGatewayResources asks discovery which Gateway API resources the API
 // server serves at v1. A group version it does not know is none served.
-func (g *gatewayState) servedGatewayResources() (map[string]bool, error) {
-	list, err := g.client.Discovery().ServerResourcesForGroupVersion(gatewayv1.GroupVersion.String())
-	if apierrors.IsNotFound(err) {
-		return map[string]bool{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("discover %s: %w", gatewayv1.GroupVersion, err)
-	}
-	out := make(map[string]bool, len(list.APIResources))
-	for _, r := range list.APIResources {
-		out[r.Name] = true
-	}
-	return out, nil
+func (g *gatewayState) servedGatewayResources(ctx context.Context) (map[string]bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return g.api.ServedResources(ctx, gatewayv1.SchemeGroupVersion)
 }
 
 // startServed runs the informers of the served resources not yet running and
 // returns their HasSynced functions.
 func (c *Controller) startServed(ctx context.Context) ([]cache.InformerSynced, error) {
-	served, err := c.gw.servedGatewayResources()
+	served, err := c.gw.servedGatewayResources(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -477,7 +445,14 @@ func (c *Controller) watchGatewayCRDs(ctx context.Context) {
 		c.cfg.Log.WithError(err).WithField("every", c.gw.poll).Warn("cannot list CustomResourceDefinitions: Gateway API CRDs installed later are found by the discovery poll")
 		return
 	}
-	inf := metadatainformer.NewFilteredMetadataInformer(c.gw.crds, crdResource, "", 0, cache.Indexers{}, nil).Informer()
+	inf := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.gw.crds.Resource(crdResource).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.gw.crds.Resource(crdResource).Watch(ctx, o)
+		},
+	}, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{})
 	kick := func(obj any) {
 		if m, ok := obj.(metav1.Object); ok && strings.HasSuffix(m.GetName(), "."+gatewayv1.GroupName) && !c.gw.allStarted() {
 			select {

@@ -5,13 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
-	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 
 	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/etcdtest"
+	"github.com/skylb/skylb/internal/kubeclient/kubefake"
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/source"
 )
@@ -26,10 +25,10 @@ func TestReadyWithoutGatewayAPI(t *testing.T) {
 	}
 	pub := publish.New(srv.NewClient(t), publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
 	ctrl := controller.New(controller.Config{
-		Source:  source.Config{Zones: zones, TTL: 30, AddressSource: source.ModeStatus},
-		Gateway: gatewayfake.NewSimpleClientset(), GatewayPoll: time.Hour,
+		Source:     source.Config{Zones: zones, TTL: 30, AddressSource: source.ModeStatus},
+		GatewayAPI: true, GatewayPoll: time.Hour,
 		Log: quietLog(),
-	}, fake.NewClientset(), pub, &record.FakeRecorder{})
+	}, kubefake.New(), pub, &record.FakeRecorder{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { pub.Run(ctx); done <- struct{}{} }()

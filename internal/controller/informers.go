@@ -7,8 +7,9 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -84,52 +85,46 @@ func allSynced(synced []cache.InformerSynced) cache.InformerSynced {
 	}
 }
 
-// factories make the informers of the core resources: with watched
-// namespaces one factory per namespace, besides the one over every namespace
-// for Nodes.
-type factories struct {
-	cluster informers.SharedInformerFactory
-	byNS    map[string]informers.SharedInformerFactory
+// coreInformers are the informers of the resources besides the Gateway
+// API's; a resource the scope does not read has none.
+type coreInformers struct {
+	services, slices, nodes, ingresses informerSet
 }
 
-func newFactories(kube kubernetes.Interface, namespaces []string, transform cache.TransformFunc) factories {
-	f := factories{
-		cluster: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(transform)),
-		byNS:    make(map[string]informers.SharedInformerFactory, len(namespaces)),
-	}
-	for _, ns := range namespaces {
-		f.byNS[ns] = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(transform), informers.WithNamespace(ns))
-	}
-	return f
+func (i coreInformers) all() []informerSet {
+	return []informerSet{i.services, i.slices, i.nodes, i.ingresses}
 }
 
-// of returns the informers of a resource over namespaces, all of them when
-// there are none; get picks the resource's informer of a factory.
-func (f factories) of(namespaces []string, get func(informers.SharedInformerFactory) cache.SharedIndexInformer) informerSet {
+// informerMaker makes the informers of a resource: one over every namespace,
+// or one per watched namespace (--namespace). Their caches keep what
+// transform leaves of each object.
+type informerMaker struct {
+	api       API
+	transform cache.TransformFunc
+}
+
+// of returns the informers of resource r, whose objects are like obj, over
+// namespaces, all of them when there are none.
+func (m informerMaker) of(r schema.GroupVersionResource, obj runtime.Object, namespaces []string) informerSet {
 	if len(namespaces) == 0 {
-		return informerSet{list: []cache.SharedIndexInformer{get(f.cluster)}}
+		return informerSet{list: []cache.SharedIndexInformer{m.one(r, obj, metav1.NamespaceAll)}}
 	}
 	set := informerSet{namespaces: namespaces}
 	for _, ns := range namespaces {
-		set.list = append(set.list, get(f.byNS[ns]))
+		set.list = append(set.list, m.one(r, obj, ns))
 	}
 	return set
 }
 
-// start starts the informers asked for of every factory.
-func (f factories) start(stop <-chan struct{}) {
-	f.cluster.Start(stop)
-	for _, fa := range f.byNS {
-		fa.Start(stop)
+func (m informerMaker) one(r schema.GroupVersionResource, obj runtime.Object, namespace string) cache.SharedIndexInformer {
+	inf := cache.NewSharedIndexInformerWithOptions(m.api.ListWatch(r, namespace), obj, cache.SharedIndexInformerOptions{
+		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+	})
+	if m.transform != nil {
+		// Only fails on an informer already started.
+		_ = inf.SetTransform(m.transform)
 	}
-}
-
-// shutdown waits for the informers of every factory to stop.
-func (f factories) shutdown() {
-	f.cluster.Shutdown()
-	for _, fa := range f.byNS {
-		fa.Shutdown()
-	}
+	return inf
 }
 
 // multiIndexer reads the caches of the informers of several namespaces as

@@ -7,21 +7,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/skylb/skylb/internal/kubeclient"
+	"github.com/skylb/skylb/internal/kubeclient/kubefake"
 )
 
 // TestListersAcrossWatchedNamespaces: the listers over the informers of
 // several namespaces read them as one cache, and find nothing of a namespace
 // not watched.
 func TestListersAcrossWatchedNamespaces(t *testing.T) {
-	f := newFactories(fake.NewClientset(), []string{"blog", "shop"}, nil)
-	get := func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Core().V1().Services().Informer()
-	}
-	set := f.of([]string{"blog", "shop"}, get)
+	f := informerMaker{api: kubefake.New()}
+	set := f.of(kubeclient.Services, &corev1.Service{}, []string{"blog", "shop"})
 	svc := func(ns, name string, l map[string]string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: l}}
 	}

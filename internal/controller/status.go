@@ -11,9 +11,9 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/skylb/skylb/internal/kubeclient"
 	"github.com/skylb/skylb/internal/source"
 )
 
@@ -45,7 +45,7 @@ func (c *Controller) writeStatus(ctx context.Context, cached *corev1.Service, wa
 	}
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	_, err = c.kube.CoreV1().Services(cached.Namespace).Patch(ctx, cached.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	err = c.kube.Patch(ctx, kubeclient.Services, cached.Namespace, cached.Name, types.MergePatchType, patch, "status")
 	switch {
 	case apierrors.IsNotFound(err) || uidChanged(err):
 		return nil // deleted, or deleted and created again: its own sync follows

@@ -18,6 +18,7 @@ import (
 	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/etcdtest"
+	"github.com/skylb/skylb/internal/kubeclient/kubefake"
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/source"
 	"github.com/skylb/skylb/internal/zone"
@@ -39,7 +40,7 @@ func runZones(t *testing.T, srv *etcdtest.Server, zc controller.ZoneConfig, reve
 	}
 	e.pub = publish.New(e.etcd, publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
 	cfg := source.Config{Zones: zones, TTL: 30, DefaultNamespace: "default", AddressSource: source.ModeStatus, ApexNamespaces: []string{"default"}}
-	ctrl := controller.New(controller.Config{Source: cfg, Zone: &zc, ReverseZones: reverse, Log: quietLog()}, e.kube, e.pub, e.recorder)
+	ctrl := controller.New(controller.Config{Source: cfg, Zone: &zc, ReverseZones: reverse, Log: quietLog()}, kubefake.For(e.kube), e.pub, e.recorder)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { e.pub.Run(ctx); done <- struct{}{} }()

@@ -1,8 +1,8 @@
 // Package leader makes sure that at most one skylb replica writes at a time, and
 // that a replica which lost leadership cannot land a single write afterwards.
 //
-// A replica leads when it holds two things: the Kubernetes Lease (client-go
-// leader election), and the etcd election key under /skylb/leader/<owner-id>
+// A replica leads when it holds two things: the Kubernetes Lease (lease.go,
+// the protocol of client-go's leader election), and the etcd election key under /skylb/leader/<owner-id>
 // (etcd's concurrency package; the key lives as long as the replica's etcd
 // session lease). Every transaction the publisher commits is conditional on that
 // key still existing with the create revision this replica won it at. A leader
@@ -22,10 +22,6 @@ import (
 	"github.com/sirupsen/logrus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
 // ErrNotLeader is returned by Compares while this replica does not lead.
@@ -67,7 +63,7 @@ func (c *Config) defaults() {
 // Elector campaigns for leadership.
 type Elector struct {
 	cfg  Config
-	kube kubernetes.Interface
+	kube API
 	etcd *clientv3.Client
 
 	mu      sync.Mutex
@@ -77,7 +73,7 @@ type Elector struct {
 }
 
 // New returns an Elector.
-func New(cfg Config, kube kubernetes.Interface, etcd *clientv3.Client) *Elector {
+func New(cfg Config, kube API, etcd *clientv3.Client) *Elector {
 	cfg.defaults()
 	return &Elector{cfg: cfg, kube: kube, etcd: etcd}
 }
@@ -105,72 +101,26 @@ func (e *Elector) Leading() bool {
 // promptly then, and Run resigns only after it has returned. Run returns only
 // once every call of lead has.
 func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context)) error {
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: e.cfg.Namespace, Name: e.cfg.Name},
-		Client:     e.kube.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: e.cfg.Identity},
-	}
-	// client-go calls OnStartedLeading in a goroutine of its own, which may
-	// still run when its Run returns: leading counts those under way, and
-	// Run returns only once none is. One that starts after Run has stopped
-	// does not lead.
-	var (
-		mu      sync.Mutex
-		idle    = sync.NewCond(&mu)
-		leading int
-		stopped bool
-	)
-	started := func(lctx context.Context) {
-		mu.Lock()
-		if stopped {
-			mu.Unlock()
-			return
-		}
-		leading++
-		mu.Unlock()
-		defer func() {
-			mu.Lock()
-			leading--
-			idle.Broadcast()
-			mu.Unlock()
-		}()
-		e.lead(lctx, lead)
-	}
-	// join waits until no lead runs; with stop, none starts afterwards.
-	join := func(stop bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		stopped = stopped || stop
-		for leading > 0 {
-			idle.Wait()
-		}
-	}
-	defer join(true)
+	l := &lease{cfg: e.cfg, api: e.kube}
 	for ctx.Err() == nil {
-		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock:            lock,
-			LeaseDuration:   e.cfg.LeaseDuration,
-			RenewDeadline:   e.cfg.RenewDeadline,
-			RetryPeriod:     e.cfg.RetryPeriod,
-			ReleaseOnCancel: true,
-			Name:            e.cfg.Name,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: started,
-				OnStoppedLeading: func() { e.cfg.Log.Info("stopped leading") },
-				OnNewLeader: func(id string) {
-					if id != e.cfg.Identity {
-						e.cfg.Log.WithField("leader", id).Info("following")
-					}
-				},
-			},
-		})
-		if err != nil {
-			return err
+		if !l.acquire(ctx) {
+			return nil
 		}
-		le.Run(ctx)
-		// A lost Lease ends this round: its lead returns before the next
-		// round may start another.
-		join(false)
+		lctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			e.lead(lctx, lead)
+		}()
+		l.renew(lctx)
+		// A lost Lease ends this round: its lead returns before the Lease
+		// is released or the next round may start another.
+		cancel()
+		<-done
+		e.cfg.Log.Info("stopped leading")
+		if ctx.Err() != nil {
+			l.release()
+		}
 	}
 	return nil
 }

@@ -9,9 +9,11 @@ import (
 
 	"github.com/sirupsen/logrus"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"k8s.io/client-go/kubernetes/fake"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skylb/skylb/internal/etcdtest"
+	"github.com/skylb/skylb/internal/kubeclient/kubefake"
 	"github.com/skylb/skylb/internal/leader"
 )
 
@@ -21,7 +23,7 @@ func quiet() logrus.FieldLogger {
 	return l
 }
 
-func elector(kube *fake.Clientset, etcd *clientv3.Client, id string) *leader.Elector {
+func elector(kube *kubefake.Fake, etcd *clientv3.Client, id string) *leader.Elector {
 	return leader.New(leader.Config{
 		Namespace: "skylb", Name: "skylb", Identity: id,
 		LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond,
@@ -43,7 +45,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestFencedLeadership(t *testing.T) {
 	srv := etcdtest.Start(t)
 	etcd := srv.NewClient(t)
-	kube := fake.NewClientset()
+	kube := kubefake.New()
 
 	a, b := elector(kube, etcd, "a"), elector(kube, etcd, "b")
 	if _, err := a.Compares(); err == nil {
@@ -115,7 +117,7 @@ func TestFencedLeadership(t *testing.T) {
 func TestRunJoinsLead(t *testing.T) {
 	srv := etcdtest.Start(t)
 	etcd := srv.NewClient(t)
-	e := elector(fake.NewClientset(), etcd, "a")
+	e := elector(kubefake.New(), etcd, "a")
 	ctx, cancel := context.WithCancel(context.Background())
 	var returned atomic.Bool
 	done := make(chan struct{})
@@ -132,5 +134,45 @@ func TestRunJoinsLead(t *testing.T) {
 	<-done
 	if !returned.Load() {
 		t.Errorf("Run returned before lead did")
+	}
+}
+
+// TestLeaseOfAnotherHolder: a Lease held by another replica (written as
+// client-go's leader election writes it) is taken only once this replica has
+// seen it unrenewed for its duration, and the take counts a transition.
+func TestLeaseOfAnotherHolder(t *testing.T) {
+	srv := etcdtest.Start(t)
+	etcd := srv.NewClient(t)
+	now := metav1.NowMicro()
+	kube := kubefake.New(&coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "skylb", Name: "skylb"},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: new("gone"), LeaseDurationSeconds: new(int32(2)),
+			AcquireTime: &now, RenewTime: &now, LeaseTransitions: new(int32(3)),
+		},
+	})
+	a := elector(kube, etcd, "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.Run(ctx, func(ctx context.Context) { <-ctx.Done() })
+	}()
+	defer func() { cancel(); <-done }()
+	start := time.Now()
+	time.Sleep(time.Second)
+	if a.Leading() {
+		t.Fatalf("a leads %v after start, while the other holder's Lease (2 s) runs", time.Since(start))
+	}
+	waitFor(t, "a to take the expired Lease", a.Leading)
+	if took := time.Since(start); took < 2*time.Second {
+		t.Errorf("a took the Lease after %v, before its 2 s had passed unrenewed", took)
+	}
+	l, err := kube.CoordinationV1().Leases("skylb").Get(context.Background(), "skylb", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, n := *l.Spec.HolderIdentity, *l.Spec.LeaseTransitions; h != "a" || n != 4 {
+		t.Errorf("Lease holder %q, transitions %d; want a, 4", h, n)
 	}
 }

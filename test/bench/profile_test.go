@@ -20,6 +20,7 @@ import (
 	"github.com/skylb/skylb/internal/app"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/etcdclient"
+	"github.com/skylb/skylb/internal/kubeclient"
 	"github.com/skylb/skylb/internal/source"
 	"github.com/skylb/skylb/test/stack"
 )
@@ -100,7 +101,10 @@ func TestProfileColdStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kube := kubernetes.NewForConfigOrDie(kcfg)
+	kube, err := kubeclient.NewClient(kcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	etcd, err := etcdclient.New(etcdclient.Config{
 		Endpoints: []string{st.EtcdURL}, CAFile: filepath.Join(st.Certs, "ca.crt"),
 		CertFile: filepath.Join(st.Certs, "skylb.crt"), KeyFile: filepath.Join(st.Certs, "skylb.key"), Log: log,

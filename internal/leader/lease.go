@@ -1,0 +1,202 @@
+package leader
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/skylb/skylb/internal/kubeclient"
+)
+
+// API reads and writes the Kubernetes Lease; *kubeclient.Client is one.
+type API interface {
+	Get(ctx context.Context, r schema.GroupVersionResource, namespace, name string, obj runtime.Object) error
+	Create(ctx context.Context, r schema.GroupVersionResource, namespace string, obj runtime.Object) error
+	Update(ctx context.Context, r schema.GroupVersionResource, namespace, name string, obj runtime.Object) error
+}
+
+// lease holds or waits for the Kubernetes Lease, with the protocol of
+// client-go's leader election, so that replicas of both kinds exclude each
+// other: a holder renews the Lease every RetryPeriod and steps down when it
+// could not for RenewDeadline; another replica takes it once its holder is
+// empty, or once it has seen the same record for LeaseDuration by its own
+// clock (never comparing clocks across machines). Every write is conditional
+// on the resourceVersion read, so two replicas cannot both take it.
+type lease struct {
+	cfg Config
+	api API
+
+	// observed is the last record seen and observedAt when it changed, by
+	// this replica's clock.
+	observed   coordinationv1.LeaseSpec
+	observedAt time.Time
+	// current is the Lease as last read or written, for its resourceVersion.
+	current *coordinationv1.Lease
+}
+
+// acquire tries to take the Lease every RetryPeriod, with jitter, until it
+// does (true) or ctx ends (false).
+func (l *lease) acquire(ctx context.Context) bool {
+	for {
+		if l.try(ctx) {
+			return true
+		}
+		jitter := time.Duration(rand.Float64() * 0.2 * float64(l.cfg.RetryPeriod))
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(l.cfg.RetryPeriod + jitter):
+		}
+	}
+}
+
+// renew renews the Lease every RetryPeriod until ctx ends, or until it could
+// not renew it for RenewDeadline: then this replica no longer leads.
+func (l *lease) renew(ctx context.Context) {
+	last := time.Now()
+	tick := time.NewTicker(l.cfg.RetryPeriod)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, l.cfg.RenewDeadline)
+		ok := l.try(rctx)
+		cancel()
+		switch {
+		case ok:
+			last = time.Now()
+		case ctx.Err() != nil:
+			return
+		case time.Since(last) >= l.cfg.RenewDeadline:
+			l.cfg.Log.WithField("since", last.Format(time.RFC3339Nano)).Warn("could not renew the Kubernetes Lease; stepping down")
+			return
+		}
+	}
+}
+
+// release gives the Lease up when this replica holds it, so that the next
+// replica need not wait for it to expire.
+func (l *lease) release() {
+	if l.current == nil || l.observed.HolderIdentity == nil || *l.observed.HolderIdentity != l.cfg.Identity {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.RenewDeadline)
+	defer cancel()
+	now := metav1.NowMicro()
+	released := l.current.DeepCopy()
+	released.Spec = coordinationv1.LeaseSpec{
+		HolderIdentity:       new(""),
+		LeaseDurationSeconds: new(int32(1)),
+		AcquireTime:          &now,
+		RenewTime:            &now,
+		LeaseTransitions:     l.observed.LeaseTransitions,
+	}
+	if err := l.api.Update(ctx, kubeclient.Leases, l.cfg.Namespace, l.cfg.Name, released); err != nil {
+		l.cfg.Log.WithError(err).Warn("release the Kubernetes Lease")
+		return
+	}
+	l.current, l.observed = released, released.Spec
+}
+
+// try takes or renews the Lease once and reports whether this replica holds it.
+func (l *lease) try(ctx context.Context) bool {
+	now := metav1.NowMicro()
+	duration := int32(l.cfg.LeaseDuration / time.Second)
+	desired := coordinationv1.LeaseSpec{
+		HolderIdentity:       new(l.cfg.Identity),
+		LeaseDurationSeconds: &duration,
+		AcquireTime:          &now,
+		RenewTime:            &now,
+		LeaseTransitions:     new(int32(0)),
+	}
+	cur := &coordinationv1.Lease{}
+	err := l.api.Get(ctx, kubeclient.Leases, l.cfg.Namespace, l.cfg.Name, cur)
+	if apierrors.IsNotFound(err) {
+		created := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: l.cfg.Namespace, Name: l.cfg.Name},
+			Spec:       desired,
+		}
+		if err := l.api.Create(ctx, kubeclient.Leases, l.cfg.Namespace, created); err != nil {
+			l.cfg.Log.WithError(err).Debug("create the Kubernetes Lease")
+			return false
+		}
+		l.observe(created)
+		return true
+	}
+	if err != nil {
+		l.cfg.Log.WithError(err).Debug("read the Kubernetes Lease")
+		return false
+	}
+	l.observe(cur)
+	holder := deref(cur.Spec.HolderIdentity)
+	if holder != "" && holder != l.cfg.Identity && time.Since(l.observedAt) < l.leaseDuration(cur) {
+		return false
+	}
+	if holder == l.cfg.Identity {
+		desired.AcquireTime = cur.Spec.AcquireTime
+		desired.LeaseTransitions = cur.Spec.LeaseTransitions
+	} else {
+		desired.LeaseTransitions = new(deref(cur.Spec.LeaseTransitions) + 1)
+	}
+	next := cur.DeepCopy()
+	next.Spec = desired
+	if err := l.api.Update(ctx, kubeclient.Leases, l.cfg.Namespace, l.cfg.Name, next); err != nil {
+		l.cfg.Log.WithError(err).Debug("update the Kubernetes Lease")
+		return false
+	}
+	l.observe(next)
+	return true
+}
+
+// leaseDuration is how long the holder of cur may go without renewing it: its
+// own duration when it gives one, else this replica's.
+func (l *lease) leaseDuration(cur *coordinationv1.Lease) time.Duration {
+	if s := deref(cur.Spec.LeaseDurationSeconds); s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return l.cfg.LeaseDuration
+}
+
+// observe notes the Lease read or written, and when its record last changed.
+func (l *lease) observe(cur *coordinationv1.Lease) {
+	l.current = cur
+	if specEqual(l.observed, cur.Spec) && !l.observedAt.IsZero() {
+		return
+	}
+	before, after := deref(l.observed.HolderIdentity), deref(cur.Spec.HolderIdentity)
+	l.observed, l.observedAt = cur.Spec, time.Now()
+	if after != before && after != "" && after != l.cfg.Identity {
+		l.cfg.Log.WithField("leader", after).Info("following")
+	}
+}
+
+func specEqual(a, b coordinationv1.LeaseSpec) bool {
+	return deref(a.HolderIdentity) == deref(b.HolderIdentity) &&
+		deref(a.LeaseDurationSeconds) == deref(b.LeaseDurationSeconds) &&
+		deref(a.LeaseTransitions) == deref(b.LeaseTransitions) &&
+		timeEqual(a.RenewTime, b.RenewTime) && timeEqual(a.AcquireTime, b.AcquireTime)
+}
+
+func timeEqual(a, b *metav1.MicroTime) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(b)
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
