@@ -1,5 +1,6 @@
-// Package kubeclient makes skylb's Kubernetes clients wait for the API server
-// while it is unreachable, rather than fail.
+// Package kubeclient is skylb's client of the Kubernetes API: REST clients
+// on a scheme of only the API groups skylb reads and writes (client.go), whose
+// reads wait for the API server while it is unreachable, rather than fail.
 //
 // client-go's reflectors list and watch with GET requests; when one fails to
 // connect they back off, up to 30 s with jitter, so after an API server
