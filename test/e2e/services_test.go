@@ -21,12 +21,24 @@ import (
 // override annotation) of every Ready node hosting a Ready pod of app.
 func expectedNodeAddresses(t *testing.T, ns, app string) []string {
 	t.Helper()
+	out, _ := nodeAddresses(t, ns, app)
+	return out
+}
+
+// nodeAddresses returns expectedNodeAddresses and the number of ready pods
+// of app, read from one list of its pods.
+func nodeAddresses(t *testing.T, ns, app string) ([]string, int) {
+	t.Helper()
 	pods, err := st.Kube.CoreV1().Pods(ns).List(ctxT(t), metav1.ListOptions{LabelSelector: "app=" + app})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
+	ready := 0
 	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && stack.PodReady(&p.Status) {
+			ready++
+		}
 		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || !stack.PodReady(&p.Status) {
 			continue
 		}
@@ -48,7 +60,7 @@ func expectedNodeAddresses(t *testing.T, ns, app string) []string {
 		}
 	}
 	slices.Sort(out)
-	return out
+	return out, ready
 }
 
 // follow waits until the cluster has replicas ready pods of app and CoreDNS
@@ -58,14 +70,11 @@ func follow(t *testing.T, limit time.Duration, ns, app, name string, replicas in
 	t.Helper()
 	var want []string
 	stack.Eventually(t, limit, name+" follows the cluster", func() (bool, string) {
-		want = expectedNodeAddresses(t, ns, app)
-		pods, _ := st.Kube.CoreV1().Pods(ns).List(ctxT(t), metav1.ListOptions{LabelSelector: "app=" + app})
-		ready := 0
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && stack.PodReady(&p.Status) {
-				ready++
-			}
-		}
+		// The addresses and the ready pods come from one list: from two, the
+		// pods could become ready between them, and the answer of fewer
+		// pods pass for that of all.
+		var ready int
+		want, ready = nodeAddresses(t, ns, app)
 		got, rcode, err := addresses(name)
 		if err != nil {
 			return false, err.Error()
