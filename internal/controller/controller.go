@@ -145,7 +145,7 @@ type Controller struct {
 
 	zone *zoneState // nil without Config.Zone
 
-	gw *gatewayState // nil without Config.Gateway
+	gw *gatewayState // nil without Config.GatewayAPI
 }
 
 // API is what the controller reads from and writes to the Kubernetes API;
