@@ -32,12 +32,11 @@ type lease struct {
 	cfg Config
 	api API
 
-	// observed is the last record seen and observedAt when it changed, by
-	// this replica's clock.
-	observed   coordinationv1.LeaseSpec
+	// current is the Lease as last read or written, nil before the first
+	// time, and observedAt when its record last changed, by this replica's
+	// clock.
+	current    *coordinationv1.Lease
 	observedAt time.Time
-	// current is the Lease as last read or written, for its resourceVersion.
-	current *coordinationv1.Lease
 }
 
 // acquire tries to take the Lease every RetryPeriod, with jitter, until it
@@ -86,7 +85,7 @@ func (l *lease) renew(ctx context.Context) {
 // release gives the Lease up when this replica holds it, so that the next
 // replica need not wait for it to expire.
 func (l *lease) release() {
-	if l.current == nil || l.observed.HolderIdentity == nil || *l.observed.HolderIdentity != l.cfg.Identity {
+	if l.current == nil || deref(l.current.Spec.HolderIdentity) != l.cfg.Identity {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.RenewDeadline)
@@ -98,13 +97,13 @@ func (l *lease) release() {
 		LeaseDurationSeconds: new(int32(1)),
 		AcquireTime:          &now,
 		RenewTime:            &now,
-		LeaseTransitions:     l.observed.LeaseTransitions,
+		LeaseTransitions:     l.current.Spec.LeaseTransitions,
 	}
 	if err := l.api.Update(ctx, kubeclient.Leases, l.cfg.Namespace, l.cfg.Name, released); err != nil {
 		l.cfg.Log.WithError(err).Warn("release the Kubernetes Lease")
 		return
 	}
-	l.current, l.observed = released, released.Spec
+	l.current = released
 }
 
 // try takes or renews the Lease once and reports whether this replica holds it.
@@ -168,12 +167,17 @@ func (l *lease) leaseDuration(cur *coordinationv1.Lease) time.Duration {
 
 // observe notes the Lease read or written, and when its record last changed.
 func (l *lease) observe(cur *coordinationv1.Lease) {
+	prev := l.current
 	l.current = cur
-	if specEqual(l.observed, cur.Spec) && !l.observedAt.IsZero() {
+	if prev != nil && specEqual(prev.Spec, cur.Spec) {
 		return
 	}
-	before, after := deref(l.observed.HolderIdentity), deref(cur.Spec.HolderIdentity)
-	l.observed, l.observedAt = cur.Spec, time.Now()
+	l.observedAt = time.Now()
+	var before string
+	if prev != nil {
+		before = deref(prev.Spec.HolderIdentity)
+	}
+	after := deref(cur.Spec.HolderIdentity)
 	if after != before && after != "" && after != l.cfg.Identity {
 		l.cfg.Log.WithField("leader", after).Info("following")
 	}
