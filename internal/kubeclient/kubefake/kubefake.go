@@ -50,11 +50,16 @@ func kind(obj runtime.Object) (schema.GroupVersionKind, error) {
 	return gvk, nil
 }
 
-// into copies src, of the type of dst, into dst.
-func into(dst, src runtime.Object) error {
-	dv, sv := reflect.ValueOf(dst), reflect.ValueOf(src)
+// invokeInto runs action through the clientset's reactors and copies the
+// object they answer into obj, which is of its type.
+func (f *Fake) invokeInto(action clienttesting.Action, obj runtime.Object) error {
+	got, err := f.Invokes(action, obj.DeepCopyObject())
+	if err != nil {
+		return err
+	}
+	dv, sv := reflect.ValueOf(obj), reflect.ValueOf(got)
 	if dv.Type() != sv.Type() {
-		return fmt.Errorf("kubefake: got %T, want %T", src, dst)
+		return fmt.Errorf("kubefake: got %T, want %T", got, obj)
 	}
 	dv.Elem().Set(sv.Elem())
 	return nil
@@ -88,38 +93,22 @@ func (f *Fake) List(_ context.Context, r schema.GroupVersionResource, namespace 
 	if err != nil {
 		return err
 	}
-	obj, err := f.Invokes(clienttesting.NewListActionWithOptions(r, gvk, namespace, opts), list.DeepCopyObject())
-	if err != nil {
-		return err
-	}
-	return into(list, obj)
+	return f.invokeInto(clienttesting.NewListActionWithOptions(r, gvk, namespace, opts), list)
 }
 
 // Get implements kubeclient.Interface.
 func (f *Fake) Get(_ context.Context, r schema.GroupVersionResource, namespace, name string, obj runtime.Object) error {
-	got, err := f.Invokes(clienttesting.NewGetAction(r, namespace, name), obj.DeepCopyObject())
-	if err != nil {
-		return err
-	}
-	return into(obj, got)
+	return f.invokeInto(clienttesting.NewGetAction(r, namespace, name), obj)
 }
 
 // Create implements kubeclient.Interface.
 func (f *Fake) Create(_ context.Context, r schema.GroupVersionResource, namespace string, obj runtime.Object) error {
-	got, err := f.Invokes(clienttesting.NewCreateAction(r, namespace, obj), obj.DeepCopyObject())
-	if err != nil {
-		return err
-	}
-	return into(obj, got)
+	return f.invokeInto(clienttesting.NewCreateAction(r, namespace, obj), obj)
 }
 
 // Update implements kubeclient.Interface.
 func (f *Fake) Update(_ context.Context, r schema.GroupVersionResource, namespace, _ string, obj runtime.Object) error {
-	got, err := f.Invokes(clienttesting.NewUpdateAction(r, namespace, obj), obj.DeepCopyObject())
-	if err != nil {
-		return err
-	}
-	return into(obj, got)
+	return f.invokeInto(clienttesting.NewUpdateAction(r, namespace, obj), obj)
 }
 
 // Patch implements kubeclient.Interface.
@@ -128,8 +117,8 @@ func (f *Fake) Patch(_ context.Context, r schema.GroupVersionResource, namespace
 	return err
 }
 
-// ServedResources implements kubeclient.Interface: the built-in groups
-// serve their resources, and the Gateway API is not installed.
+// ServedResources implements kubeclient.Interface: the Gateway API is not
+// installed; discovery of any other group version is an error.
 func (f *Fake) ServedResources(_ context.Context, gv schema.GroupVersion) (map[string]bool, error) {
 	if gv.Group == kubeclient.Gateways.Group {
 		return map[string]bool{}, nil
