@@ -72,24 +72,24 @@ func newGatewayState(f informerMaker, crds metadata.Interface, poll time.Duratio
 	// The Gateways are read whenever a kind of the Gateway API is
 	// published: routes take their addresses.
 	g := &gatewayState{api: f.api, crds: crds, poll: poll, kick: make(chan struct{}, 1), kinds: []*gatewayKind{
-		{kind: source.KindGateway, resource: "gateways", informers: set(kubeclient.Gateways, &gatewayv1.Gateway{})},
+		{kind: source.KindGateway, resource: kubeclient.Gateways.Resource, informers: set(kubeclient.Gateways, &gatewayv1.Gateway{})},
 	}}
 	routes := []*gatewayKind{
-		{kind: source.KindHTTPRoute, resource: "httproutes", informers: set(kubeclient.HTTPRoutes, &gatewayv1.HTTPRoute{}), route: func(o any) (source.Route, bool) {
+		{kind: source.KindHTTPRoute, resource: kubeclient.HTTPRoutes.Resource, informers: set(kubeclient.HTTPRoutes, &gatewayv1.HTTPRoute{}), route: func(o any) (source.Route, bool) {
 			r, ok := o.(*gatewayv1.HTTPRoute)
 			if !ok {
 				return source.Route{}, false
 			}
 			return source.HTTPRoute(r), true
 		}},
-		{kind: source.KindGRPCRoute, resource: "grpcroutes", informers: set(kubeclient.GRPCRoutes, &gatewayv1.GRPCRoute{}), route: func(o any) (source.Route, bool) {
+		{kind: source.KindGRPCRoute, resource: kubeclient.GRPCRoutes.Resource, informers: set(kubeclient.GRPCRoutes, &gatewayv1.GRPCRoute{}), route: func(o any) (source.Route, bool) {
 			r, ok := o.(*gatewayv1.GRPCRoute)
 			if !ok {
 				return source.Route{}, false
 			}
 			return source.GRPCRoute(r), true
 		}},
-		{kind: source.KindTLSRoute, resource: "tlsroutes", informers: set(kubeclient.TLSRoutes, &gatewayv1.TLSRoute{}), route: func(o any) (source.Route, bool) {
+		{kind: source.KindTLSRoute, resource: kubeclient.TLSRoutes.Resource, informers: set(kubeclient.TLSRoutes, &gatewayv1.TLSRoute{}), route: func(o any) (source.Route, bool) {
 			r, ok := o.(*gatewayv1.TLSRoute)
 			if !ok {
 				return source.Route{}, false
