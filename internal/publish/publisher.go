@@ -144,7 +144,8 @@ func digestOf(value []byte) digest {
 
 // Want is what is wanted at one stored name.
 type Want struct {
-	// Records are the records; none wants the name removed.
+	// Records are the records; none wants the name removed. The Publisher
+	// keeps the slice it is handed: it must not be changed afterwards.
 	Records []skydns.Record
 	// Shared lets other clusters whose objects share the name publish it
 	// beside this one (see claims.go).
@@ -171,7 +172,7 @@ type Want struct {
 // or two records, so both halves are small slices rather than maps: at ten
 // thousand names that is the difference between a few and tens of megabytes.
 type name struct {
-	// records are the records wanted, as Set handed them over; nil when
+	// records are the records wanted, the slice Set was handed; nil when
 	// nothing is wanted. Their keys and values are encoded when the name is
 	// compared with the view.
 	records []skydns.Record
@@ -356,7 +357,7 @@ func (p *Publisher) Set(stored string, w Want) {
 	}
 	p.followLocked(stored, n, w.Follows)
 	shared := p.sharesLocked(stored)
-	n.records = slices.Clip(slices.Clone(records))
+	n.records = slices.Clip(records)
 	n.shared, n.unclaimed = w.Shared, w.Unclaimed
 	if p.sharesLocked(stored) != shared && p.foreignIn(p.claims[stored]) {
 		// Names beneath another cluster's claim may join it only while
