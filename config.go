@@ -17,6 +17,7 @@ import (
 	"github.com/skylb/skylb/internal/app"
 	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
+	"github.com/skylb/skylb/internal/kubeclient"
 	"github.com/skylb/skylb/internal/scope"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
@@ -64,6 +65,14 @@ func (o *options) config() (app.Config, error) {
 	sc, err := o.scope()
 	if err != nil {
 		return app.Config{}, err
+	}
+	for _, r := range []struct {
+		flag string
+		rate kubeclient.Rate
+	}{{"--kube-api", o.kubeAPI}, {"--event", o.events}} {
+		if r.rate.QPS <= 0 || r.rate.Burst < 1 {
+			return app.Config{}, fmt.Errorf("%s-qps and %s-burst: must be greater than 0", r.flag, r.flag)
+		}
 	}
 	if o.healthWorkers < 1 {
 		return app.Config{}, fmt.Errorf("--health-workers: must be at least 1")

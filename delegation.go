@@ -40,7 +40,7 @@ func delegation(o *options, stdout, stderr io.Writer) int {
 	if zc.NameserverSelector != nil {
 		if rc, kerr := kubeConfig(o.kubeconfig); kerr == nil {
 			rc.Timeout = 10 * time.Second
-			if c, cerr := kubeclient.NewClient(rc); cerr == nil {
+			if c, cerr := kubeclient.NewClient(rc, kubeclient.Rate{}); cerr == nil {
 				kube = c
 			}
 		}

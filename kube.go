@@ -12,14 +12,15 @@ import (
 
 // kubeClients builds the Kubernetes and metadata clients from a
 // kubeconfig path, or in-cluster config, or $KUBECONFIG and ~/.kube/config,
-// with wrap around their transport.
-func kubeClients(path string, wrap transport.WrapperFunc) (app.Clients, error) {
-	cfg, err := kubeConfig(path)
+// with wrap around their transport and the rate limits of o.
+func kubeClients(o *options, wrap transport.WrapperFunc) (app.Clients, error) {
+	cfg, err := kubeConfig(o.kubeconfig)
 	if err != nil {
 		return app.Clients{}, err
 	}
 	cfg.Wrap(wrap)
-	kube, err := kubeclient.NewClient(cfg)
+	cfg.QPS, cfg.Burst = o.kubeAPI.QPS, o.kubeAPI.Burst
+	kube, err := kubeclient.NewClient(cfg, o.events)
 	if err != nil {
 		return app.Clients{}, err
 	}

@@ -75,7 +75,7 @@ func serve(o *options, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	waiter := kubeclient.New(ctx.Done(), 0, log.WithField("component", "kube-client"))
-	clients, err := kubeClients(o.kubeconfig, waiter.Wrap)
+	clients, err := kubeClients(o, waiter.Wrap)
 	if err != nil {
 		fmt.Fprintln(stderr, "skylb: --kubeconfig:", err)
 		return 2

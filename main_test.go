@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/skylb/skylb/internal/app"
+	"github.com/skylb/skylb/internal/kubeclient"
 )
 
 // parse returns the options of a command line, defaults included.
@@ -149,6 +152,59 @@ func TestConfigWaitsOnlyForMissingFiles(t *testing.T) {
 	}
 }
 
+// runConfig parses the flags of "skylb run", a zone and an etcd endpoint
+// and args, with the environment environ, and returns the options and their
+// config. When wantErr is set, config must fail with an error that starts
+// with it, and ok is false.
+func runConfig(t *testing.T, args []string, environ map[string]string, wantErr string) (o *options, cfg app.Config, ok bool) {
+	t.Helper()
+	run, _ := lookup("run")
+	o, err := run.parse(append([]string{"--zone=example.org", "--etcd-endpoints=http://127.0.0.1:2379"}, args...), env(environ))
+	if err != nil {
+		t.Fatalf("parse() error = %v", err)
+	}
+	cfg, err = o.config()
+	if wantErr != "" {
+		if err == nil || !strings.HasPrefix(err.Error(), wantErr) {
+			t.Fatalf("config() error = %v, want one starting %q", err, wantErr)
+		}
+		return nil, app.Config{}, false
+	}
+	if err != nil {
+		t.Fatalf("config() error = %v", err)
+	}
+	return o, cfg, true
+}
+
+func TestKubeAPIRates(t *testing.T) {
+	tests := []struct {
+		name        string
+		args        []string
+		env         map[string]string
+		api, events kubeclient.Rate
+		wantErr     string
+	}{
+		{name: "defaults", api: kubeclient.Rate{QPS: 50, Burst: 100}, events: kubeclient.Rate{QPS: 10, Burst: 25}},
+		{name: "flags", args: []string{"--kube-api-qps=200", "--kube-api-burst=400", "--event-qps=2.5", "--event-burst=5"},
+			api: kubeclient.Rate{QPS: 200, Burst: 400}, events: kubeclient.Rate{QPS: 2.5, Burst: 5}},
+		{name: "from the environment", env: map[string]string{"SKYLB_KUBE_API_QPS": "20", "SKYLB_EVENT_BURST": "50"},
+			api: kubeclient.Rate{QPS: 20, Burst: 100}, events: kubeclient.Rate{QPS: 10, Burst: 50}},
+		{name: "no rate", args: []string{"--kube-api-qps=0"}, wantErr: "--kube-api-qps and --kube-api-burst: must be greater than 0"},
+		{name: "no burst", args: []string{"--event-burst=0"}, wantErr: "--event-qps and --event-burst: must be greater than 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, _, ok := runConfig(t, tt.args, tt.env, tt.wantErr)
+			if !ok {
+				return
+			}
+			if o.kubeAPI != tt.api || o.events != tt.events {
+				t.Errorf("Got rates %+v and %+v, want %+v and %+v", o.kubeAPI, o.events, tt.api, tt.events)
+			}
+		})
+	}
+}
+
 // TestScopeConfig: the flags that narrow what skylb publishes, from the
 // command line and from the environment, and the errors that name them.
 func TestScopeConfig(t *testing.T) {
@@ -179,22 +235,11 @@ func TestScopeConfig(t *testing.T) {
 		{name: "GatewayClasses without the Gateway API", args: []string{"--gateway-api=false", "--gateway-class=public"}, wantErr: "--gateway-class: needs --gateway-api"},
 		{name: "routes without the Gateway API", args: []string{"--gateway-api=false", "--source=gateway-tlsroute"}, wantErr: "--source: the Gateway API's sources need --gateway-api"},
 	}
-	run, _ := lookup("run")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o, err := run.parse(append([]string{"--zone=example.org", "--etcd-endpoints=http://127.0.0.1:2379"}, tt.args...), env(tt.env))
-			if err != nil {
-				t.Fatalf("parse() error = %v", err)
-			}
-			cfg, err := o.config()
-			if tt.wantErr != "" {
-				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
-					t.Fatalf("config() error = %v, want one starting %q", err, tt.wantErr)
-				}
+			_, cfg, ok := runConfig(t, tt.args, tt.env, tt.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatalf("config() error = %v", err)
 			}
 			if got := cfg.Scope.String(); got != tt.want {
 				t.Errorf("config().Scope = %q, want %q", got, tt.want)

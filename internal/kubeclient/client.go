@@ -3,6 +3,7 @@ package kubeclient
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -80,42 +81,68 @@ type Interface interface {
 // Client reads and writes the resources of Scheme: one REST client per group
 // version, sharing one HTTP client. The built-in groups speak protobuf, as
 // client-go's typed clients do; the Gateway API, custom resources, JSON.
+// Events go through a REST client of their own, with a rate limit of their
+// own, so that a burst of Events never delays a status write.
 type Client struct {
-	rest map[schema.GroupVersion]rest.Interface
+	rest   map[schema.GroupVersion]rest.Interface
+	events rest.Interface
 }
 
-// NewClient returns a Client for cfg.
-func NewClient(cfg *rest.Config) (*Client, error) {
+// Rate is a client-side limit on requests: QPS on average, up to Burst at
+// once. Zero is client-go's default, 5 and 10.
+type Rate struct {
+	QPS   float32
+	Burst int
+}
+
+// NewClient returns a Client for cfg. Each group version's requests are
+// limited to cfg.QPS and cfg.Burst, Events' to events.
+func NewClient(cfg *rest.Config, events Rate) (*Client, error) {
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
 	}
 	c := &Client{rest: make(map[schema.GroupVersion]rest.Interface, len(groupVersions))}
 	for _, gv := range groupVersions {
-		rc := rest.CopyConfig(cfg)
-		rc.GroupVersion = &gv
-		rc.APIPath = "/apis"
-		if gv.Group == "" {
-			rc.APIPath = "/api"
+		if c.rest[gv], err = restClient(cfg, gv, httpClient); err != nil {
+			return nil, err
 		}
-		rc.NegotiatedSerializer = Codecs.WithoutConversion()
-		if gv.Group != gatewayv1.GroupName && rc.ContentType == "" {
-			rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-			rc.ContentType = "application/vnd.kubernetes.protobuf"
-		}
-		if rc.UserAgent == "" {
-			rc.UserAgent = rest.DefaultKubernetesUserAgent()
-		}
-		client, err := rest.RESTClientForConfigAndClient(rc, httpClient)
-		if err != nil {
-			return nil, fmt.Errorf("client of %s: %w", gv, err)
-		}
-		c.rest[gv] = client
+	}
+	ec := rest.CopyConfig(cfg)
+	ec.QPS, ec.Burst, ec.RateLimiter = events.QPS, events.Burst, nil
+	if c.events, err = restClient(ec, Events.GroupVersion(), httpClient); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
+// restClient returns the REST client of group version gv, on httpClient.
+func restClient(cfg *rest.Config, gv schema.GroupVersion, httpClient *http.Client) (rest.Interface, error) {
+	rc := rest.CopyConfig(cfg)
+	rc.GroupVersion = &gv
+	rc.APIPath = "/apis"
+	if gv.Group == "" {
+		rc.APIPath = "/api"
+	}
+	rc.NegotiatedSerializer = Codecs.WithoutConversion()
+	if gv.Group != gatewayv1.GroupName && rc.ContentType == "" {
+		rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+		rc.ContentType = "application/vnd.kubernetes.protobuf"
+	}
+	if rc.UserAgent == "" {
+		rc.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	client, err := rest.RESTClientForConfigAndClient(rc, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("client of %s: %w", gv, err)
+	}
+	return client, nil
+}
+
 func (c *Client) client(r schema.GroupVersionResource) rest.Interface {
+	if r == Events {
+		return c.events
+	}
 	rc, ok := c.rest[r.GroupVersion()]
 	if !ok {
 		panic("kubeclient: no client of " + r.GroupVersion().String())
