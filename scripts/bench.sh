@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks skylb on the real local stack (test/stack, everything on
 # loopback): propagation latency, cold start and restart at scale, one change
-# at scale, idle cost and the DNS answer rate; then, on the same stack and
+# at scale, idle cost, the DNS answer rate and the status writes of Services
+# created before skylb starts; then, on the same stack and
 # objects once skylb has stopped and its records are removed, external-dns
 # (bin/external-dns, CoreDNS provider, --events): cold start, peak RSS, a
 # Service's status change to the answer and idle cost; then the Go
@@ -16,6 +17,8 @@
 #   --services N, --ingresses N, --namespaces N   the large cluster's size
 #   --out FILE  JSON results (default .bench/results.json)
 #   --keep      keep the stack's logs
+#   --skylb-flag=--kube-api-qps=5   a flag skylb runs with (repeatable)
+#   --status-services N   Services whose status writes are timed (default 1000)
 #   --strict    exit 1 when an invariant breaks (a restart writes keys, one
 #               change writes keys of other names, idle range reads); slow
 #               timings never fail the run

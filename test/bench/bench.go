@@ -342,6 +342,29 @@ func (w *logWatch) wait(msg string, limit time.Duration) (time.Time, string, err
 	}
 }
 
+// syncedMsg is what skylb logs once its caches have synced and the desired
+// records of every object are computed; its took field is how long the
+// computing took.
+const syncedMsg = "caches synced; desired records computed"
+
+// watchSynced follows skylb's log from its current end for syncedMsg, so
+// that a start that follows can be timed.
+func (b *bench) watchSynced() *logWatch {
+	path := b.st.LogFile("skylb")
+	return watchLog(path, fileSize(path), syncedMsg)
+}
+
+// synced waits up to limit for syncedMsg and returns when the caches synced
+// and when the desired records were computed.
+func (w *logWatch) synced(limit time.Duration) (cachesSynced, computed time.Time, err error) {
+	at, line, err := w.wait(syncedMsg, limit)
+	if err != nil {
+		return time.Time{}, time.Time{}, err
+	}
+	took, _ := time.ParseDuration(logField(line, "took"))
+	return at.Add(-took), at, nil
+}
+
 // logField returns the value of key=value in a logrus text line.
 func logField(line, key string) string {
 	re := regexp.MustCompile(`\b` + regexp.QuoteMeta(key) + `=("[^"]*"|\S+)`)

@@ -19,6 +19,8 @@
 //     keys written (from etcd's watch) and latency;
 //  5. idle cost: etcd requests while nothing changes (etcd's own metrics);
 //  6. DNS answer rate through CoreDNS with the standard Corefile (cache on).
+//  7. status at scale: Services skylb implements (1,000), created while it
+//     is stopped; then it starts and is timed until every one has a status;
 //
 // Then, unless -quick, the Go micro-benchmarks of the hot paths.
 //
@@ -60,6 +62,9 @@ type options struct {
 	externalDNS   bool
 	extChanges    int
 	extLimit      time.Duration
+	// statusServices are the Services skylb implements created while it is
+	// stopped, whose status it then writes.
+	statusServices int
 	// sizes, when set, runs the scale run at these numbers of Services
 	// instead of the phases; chart is where it writes its SVG.
 	sizes []int
@@ -87,6 +92,11 @@ func main() {
 	flag.BoolVar(&o.externalDNS, "external-dns", false, "measure external-dns (bin/external-dns, CoreDNS provider) after skylb on the same objects (default on; off in quick mode)")
 	flag.IntVar(&o.extChanges, "status-changes", 0, "status address changes of one Service timed at scale, for skylb and external-dns (default 20; quick 4)")
 	flag.DurationVar(&o.extLimit, "external-dns-limit", 10*time.Minute, "how long external-dns may take to write the last record")
+	flag.IntVar(&o.statusServices, "status-services", 0, "LoadBalancer Services skylb implements, created while it is stopped, whose status writes are timed after it starts (default 1000; quick 50)")
+	flag.Func("skylb-flag", "a flag skylb runs with, e.g. --kube-api-qps=5 (repeatable)", func(v string) error {
+		skylbArgs = append(skylbArgs, v)
+		return nil
+	})
 	sizes := flag.String("scale", "", "scale run: measure skylb's and external-dns's cold start, peak RSS and status change at these numbers of Services, e.g. 1000,10000,30000 (100 Services and 20 Ingresses per namespace), instead of the phases")
 	flag.StringVar(&o.chart, "chart", "scripts/bench-scale.svg", "where the scale run writes its chart (SVG)")
 	chartFrom := flag.String("chart-from", "", "draw the chart and print the table of a scale run's JSON results instead of running")
@@ -193,6 +203,7 @@ func (o *options) defaults() {
 	def(&o.deployChanges, 20, 4)
 	def(&o.atScale, 40, 6)
 	def(&o.extChanges, 20, 4)
+	def(&o.statusServices, 1000, 50)
 	if o.idle == 0 {
 		o.idle = 60 * time.Second
 		if o.quick {
@@ -259,6 +270,7 @@ func run(ctx context.Context, o options) (*results, error) {
 		{"one change at scale", b.oneChange},
 		{"idle", b.idle},
 		{"DNS answer rate", b.dnsRate},
+		{"status at scale", b.statusAtScale},
 	}
 	if o.externalDNS {
 		phases = append(phases, phase{"external-dns", b.externalDNS})

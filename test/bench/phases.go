@@ -249,8 +249,7 @@ func (b *bench) coldStart(ctx context.Context, res *results) error {
 // large cluster are in etcd: from the process start to caches synced, to the
 // first and the last record, and to ready; and its peak RSS and CPU time.
 func (b *bench) skylbColdStart(ctx context.Context, c *coldStart) error {
-	logPath := b.st.LogFile("skylb")
-	lw := watchLog(logPath, fileSize(logPath), "caches synced; desired records computed")
+	lw := b.watchSynced()
 	defer lw.close()
 	mark := b.rec.mark()
 	t0 := time.Now()
@@ -288,14 +287,13 @@ func (b *bench) skylbColdStart(ctx context.Context, c *coldStart) error {
 		return err
 	}
 	c.ReadySeconds = readyAt.Sub(t0).Seconds()
-	if at, line, err := lw.wait("caches synced; desired records computed", 2*time.Second); err == nil {
-		took, _ := time.ParseDuration(logField(line, "took"))
-		c.DesiredSeconds = at.Sub(t0).Seconds()
-		c.CachesSyncedSeconds = at.Add(-took).Sub(t0).Seconds()
-		c.LastRecordAfterSync = c.LastRecordSeconds - c.CachesSyncedSeconds
-	} else {
+	synced, computed, err := lw.synced(2 * time.Second)
+	if err != nil {
 		return err
 	}
+	c.DesiredSeconds = computed.Sub(t0).Seconds()
+	c.CachesSyncedSeconds = synced.Sub(t0).Seconds()
+	c.LastRecordAfterSync = c.LastRecordSeconds - c.CachesSyncedSeconds
 	// Let the last transaction's echo and the Go runtime settle.
 	time.Sleep(time.Second)
 	anon, file := stopRSS()
@@ -328,8 +326,7 @@ func (b *bench) restart(ctx context.Context, res *results) error {
 		return err
 	}
 	r.StopSeconds = time.Since(t).Seconds()
-	logPath := b.st.LogFile("skylb")
-	lw := watchLog(logPath, fileSize(logPath), "caches synced; desired records computed")
+	lw := b.watchSynced()
 	defer lw.close()
 	t0 := time.Now()
 	if err := b.startSkylb(ctx); err != nil {
@@ -340,12 +337,11 @@ func (b *bench) restart(ctx context.Context, res *results) error {
 		return err
 	}
 	r.ReadySeconds = readyAt.Sub(t0).Seconds()
-	if at, line, err := lw.wait("caches synced; desired records computed", 2*time.Second); err == nil {
-		took, _ := time.ParseDuration(logField(line, "took"))
-		r.CachesSyncedSeconds = at.Add(-took).Sub(t0).Seconds()
-	} else {
+	synced, _, err := lw.synced(2 * time.Second)
+	if err != nil {
 		return err
 	}
+	r.CachesSyncedSeconds = synced.Sub(t0).Seconds()
 	// Whatever it would write, it writes right after the first full pass.
 	time.Sleep(3 * time.Second)
 	m, err := b.skylbMetrics(ctx)

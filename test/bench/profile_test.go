@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -101,7 +102,7 @@ func TestProfileColdStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kube, err := kubeclient.NewClient(kcfg)
+	kube, err := kubeclient.NewClient(kcfg, kubeclient.Rate{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,8 +161,12 @@ func TestProfileColdStart(t *testing.T) {
 	hf.Close()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	t.Logf("all %d records in %v; heap in use after GC %.1f MiB (peak seen %.1f MiB), total alloc %.1f MiB, GC cycles %d",
-		want, took.Round(time.Millisecond), float64(ms.HeapInuse)/(1<<20), float64(peak)/(1<<20), float64(ms.TotalAlloc)/(1<<20), ms.NumGC)
+	// Live objects and the room of their spans that holds none.
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+	metrics.Read(samples)
+	t.Logf("all %d records in %v; heap in use after GC %.1f MiB (objects %.1f, unused in their spans %.1f; peak seen %.1f MiB), total alloc %.1f MiB, GC cycles %d",
+		want, took.Round(time.Millisecond), float64(ms.HeapInuse)/(1<<20), float64(samples[0].Value.Uint64())/(1<<20), float64(samples[1].Value.Uint64())/(1<<20),
+		float64(peak)/(1<<20), float64(ms.TotalAlloc)/(1<<20), ms.NumGC)
 	cancel()
 	if err := <-done; err != nil && !strings.Contains(err.Error(), "context canceled") {
 		t.Log(err)

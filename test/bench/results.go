@@ -23,6 +23,7 @@ type results struct {
 	OneChange   *oneChange     `json:"one_change_at_scale,omitempty"`
 	Idle        *idleResult    `json:"idle,omitempty"`
 	DNSRate     *dnsRate       `json:"dns_rate,omitempty"`
+	Status      *statusResult  `json:"status_at_scale,omitempty"`
 	// ExternalDNS is external-dns measured on the same stack and objects.
 	ExternalDNS *externalDNSResult `json:"external_dns,omitempty"`
 	Micro       []microResult      `json:"micro_benchmarks,omitempty"`
@@ -325,6 +326,10 @@ func (r *results) markdown() string {
 	if s := r.Restart; s != nil {
 		row("**Restart** over the converged state: process start → ready", f("%.2f s", s.ReadySeconds), "< 3 s")
 		row("&nbsp;&nbsp;keys written (etcd revision change)", f("%.0f (%d)", s.KeysWritten, s.RevisionDelta), "0")
+	}
+	if s := r.Status; s != nil {
+		row(f("**Status at install**: %d Services skylb implements, created while it was stopped: last status written, after process start (after caches synced)", s.Services),
+			f("%.2f s (%.2f s, %.0f Services/s)", s.AfterStartSeconds, s.AfterSyncSeconds, s.PerSecond), "")
 	}
 	if o := r.OneChange; o != nil {
 		row(f("**One change at scale** (%d changes of one Service among %d): keys written per change", o.Changes, r.Scale.Services), f("%d (%d outside the name)", o.KeysPerChange, o.Outside), "that name's only")

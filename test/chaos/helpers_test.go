@@ -17,13 +17,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/skylb/skylb/test/stack"
 )
 
 // skylbPID is the pid skylb must still have after a fault: a different one
@@ -91,33 +92,7 @@ func dnsName(service string) string { return service + "." + ns + "." + zone }
 
 // parallel runs f(0..n-1) with workers goroutines and returns the first error.
 func parallel(n, workers int, f func(i int) error) error {
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		next  = make(chan int)
-	)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := f(i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return first
+	return stack.Parallel(context.Background(), n, workers, func(_ context.Context, i int) error { return f(i) })
 }
 
 // retry calls f, each time with at most 5 s, until it succeeds or ctx ends;
