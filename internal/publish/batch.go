@@ -40,7 +40,9 @@ func (b *batcher) add(c change) bool {
 // take returns the batch and starts an empty one.
 func (b *batcher) take() []change {
 	out := b.batch
-	b.batch, b.ops, b.cmps = nil, 0, guardCmps
+	// The next batch is likely to be as long: room for it at once rather
+	// than by doublings.
+	b.batch, b.ops, b.cmps = make([]change, 0, len(out)), 0, guardCmps
 	clear(b.asked)
 	return out
 }

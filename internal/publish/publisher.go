@@ -884,11 +884,20 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 			return fmt.Errorf("%w: %w", ErrFenced, err)
 		}
 	}
-	var ops []clientv3.Op
+	// Sized up front: an Op is a few hundred bytes, and a transaction holds
+	// a hundred or more.
+	nops, ncmps := 0, len(cmps)
+	for i := range batch {
+		o, c := batch[i].counts()
+		nops, ncmps = nops+o, ncmps+c
+	}
+	above := p.aboveCmps(batch)
+	ops := make([]clientv3.Op, 0, nops)
+	cmps = slices.Grow(cmps, ncmps+len(above))
 	for i := range batch {
 		ops, cmps = p.ops(&batch[i], ops, cmps)
 	}
-	cmps = append(cmps, p.aboveCmps(batch)...)
+	cmps = append(cmps, above...)
 	// A dry run records its changes in the view as if they were written, at
 	// revision 0 so that anything etcd reports supersedes them: each change is
 	// then logged and counted once.
