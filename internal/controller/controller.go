@@ -49,6 +49,10 @@ type Publisher interface {
 	Complete()
 	// Resync compares everything with etcd once more.
 	Resync()
+	// Loaded returns, once, the sum of the digests of the records of each
+	// object that etcd held when the view was loaded, waiting for the view
+	// until ctx ends; nil when it did not come, or was taken.
+	Loaded(ctx context.Context) map[string]uint64
 }
 
 // Config configures a Controller.
@@ -672,7 +676,12 @@ func (c *Controller) syncAll(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	out, err := c.decideAll(keys)
+	// The first pass tells what changed while no skylb ran: for that it
+	// waits a little for the view of etcd, which usually came first.
+	lctx, cancel := context.WithTimeout(ctx, loadedWait)
+	loaded := c.pub.Loaded(lctx)
+	cancel()
+	out, err := c.decideAll(keys, loaded)
 	if err != nil {
 		return 0, err
 	}
@@ -680,8 +689,15 @@ func (c *Controller) syncAll(ctx context.Context) (int, error) {
 	return len(keys), nil
 }
 
-// decideAll is the decision of syncAll over keys.
-func (c *Controller) decideAll(keys []string) (outcome, error) {
+// loadedWait bounds how long the first full pass waits for the publisher's
+// view of etcd (see Publisher.Loaded): etcd down at start delays it by that
+// much, and its Events are then all sent.
+const loadedWait = 2 * time.Second
+
+// decideAll is the decision of syncAll over keys; loaded are the digests of
+// the records etcd held at start, by object, in the first pass (see
+// Publisher.Loaded), nil in the others.
+func (c *Controller) decideAll(keys []string, loaded map[string]uint64) (outcome, error) {
 	// About one probe, one Event and one name or more for each object.
 	out := outcome{
 		records: make([]wanted, 0, len(keys)),
@@ -729,10 +745,34 @@ func (c *Controller) decideAll(keys []string) (outcome, error) {
 		}
 	}
 	c.reverseLocked(&out, earliest)
+	if loaded != nil {
+		out.unchanged = unchanged(loaded, out.records)
+	}
 	for s := range touched {
 		c.reportLocked(&out, s)
 	}
 	return out, nil
+}
+
+// unchanged returns the objects whose records are those etcd held when the
+// publisher loaded its view: loaded are their digests then (see
+// publish.Publisher.Loaded), records what is wanted now, for every name.
+func unchanged(loaded map[string]uint64, records []wanted) map[string]bool {
+	now := make(map[string]uint64, len(loaded))
+	for _, w := range records {
+		for _, r := range w.want.Records {
+			if _, ok := loaded[r.Source]; ok {
+				now[r.Source] += r.Digest()
+			}
+		}
+	}
+	out := make(map[string]bool, len(now))
+	for src, sum := range now {
+		if loaded[src] == sum {
+			out[src] = true
+		}
+	}
+	return out
 }
 
 // cachedKeys returns the keys of every cached object and every object the index still holds.
@@ -988,6 +1028,10 @@ func (c *Controller) tellPublishedLocked(out *outcome, src string, pub *source.P
 		return
 	}
 	c.told[src] = h
+	if out.unchanged[src] {
+		// Told by the skylb that published it, before this one started.
+		return
+	}
 	out.event(&pub.Ref, corev1.EventTypeNormal, "Published", msg)
 }
 

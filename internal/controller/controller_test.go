@@ -295,3 +295,35 @@ func TestRecordsOfObjectsDeletedWhileDownAreRemoved(t *testing.T) {
 	e := run(t, srv, lbService("shop", "web", t0, "192.0.2.1"))
 	e.expect("web.shop.example.org 192.0.2.1", "gone.shop.example.org 192.0.2.98")
 }
+
+// TestAStartTellsWhatChangedWhileDown: a skylb started over the records an
+// earlier one published sends the Published Event of the objects that
+// changed or came while none ran, and not that of the others again.
+func TestAStartTellsWhatChangedWhileDown(t *testing.T) {
+	srv := etcdtest.Start(t)
+	t.Run("first start", func(t *testing.T) {
+		e := run(t, srv, lbService("shop", "web", t0, "192.0.2.1"), lbService("shop", "db", t0, "192.0.2.2"))
+		e.expect("web.shop.example.org 192.0.2.1", "db.shop.example.org 192.0.2.2")
+		e.expectEvent("Published", "published web.shop.example.org: 192.0.2.1")
+	})
+
+	e := run(t, srv, lbService("shop", "web", t0, "192.0.2.1"), lbService("shop", "db", t0, "192.0.2.3"), lbService("shop", "api", t0, "192.0.2.4"))
+	// The records are written after the first pass has sent its Events.
+	e.expect("web.shop.example.org 192.0.2.1", "db.shop.example.org 192.0.2.3", "api.shop.example.org 192.0.2.4")
+	for drained := false; !drained; {
+		select {
+		case ev := <-e.recorder.Events:
+			e.events = append(e.events, ev)
+		default:
+			drained = true
+		}
+	}
+	want := []string{
+		"Normal Published published api.shop.example.org: 192.0.2.4",
+		"Normal Published published db.shop.example.org: 192.0.2.3",
+	}
+	got := slices.Sorted(slices.Values(e.events))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Events of the second start (-want +got):\n%s", diff)
+	}
+}

@@ -23,6 +23,10 @@ type outcome struct {
 	// seq is the decision's place among the decisions of records (see
 	// order); 0 when it decided no records.
 	seq uint64
+	// unchanged are, in the first full pass, the objects whose records
+	// etcd held already as decided: their Published Event is not sent
+	// again.
+	unchanged map[string]bool
 }
 
 // wanted is what is wanted at one stored name.

@@ -303,7 +303,7 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 		cfg:    cfg,
 		client: client,
 		dir:    trimSlash(cfg.Prefix) + "/",
-		table:  table{names: make(map[string]*name)},
+		table:  table{names: make(map[string]*name), firstLoad: make(chan struct{})},
 		work: work{
 			dirty: make(map[string]bool), since: make(map[string]time.Time),
 			wake: make(chan struct{}, 1), active: !cfg.Inactive,
@@ -376,7 +376,28 @@ func (p *Publisher) Complete() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.complete = true
+	p.atLoad = nil
 	p.markAllLocked()
+}
+
+// Loaded returns, once, what etcd held when the view was loaded, before
+// Complete: by the object the records of this Publisher come from
+// (skydns.Record.Source), the sum of their digests (skydns.Record.Digest).
+// It waits for the first load until ctx ends, and returns nil then, after
+// Complete, and once taken.
+// A start compares it with what it wants to tell what changed while no
+// skylb was running.
+func (p *Publisher) Loaded(ctx context.Context) map[string]uint64 {
+	select {
+	case <-p.firstLoad:
+	case <-ctx.Done():
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.atLoad
+	p.atLoad = nil
+	return out
 }
 
 // SetActive starts or stops writing. An inactive Publisher keeps its view and the

@@ -23,6 +23,11 @@ type table struct {
 	tombs    []tomb
 	loaded   bool // the view was listed from etcd and follows its watch
 	complete bool // every wanted name has been Set (see Complete)
+	// atLoad is, by the object they come from, the sum of the digests of
+	// the records a load before Complete found (see Loaded).
+	atLoad map[string]uint64
+	// firstLoad is closed once the view has been loaded.
+	firstLoad chan struct{}
 }
 
 // loadWithRetry lists the prefix until it succeeds or ctx ends, and returns the
@@ -65,13 +70,17 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 
 	owned := make(map[string][]entry)
 	occupied := make(map[string]bool)
+	bySource := make(map[string]uint64)
 	rev, err := p.listAt(ctx, p.dir, 0, func(kv *mvccpb.KeyValue) {
 		stored, label, ok := skydns.SplitKey(p.cfg.Prefix, string(kv.Key))
 		if !ok {
 			return
 		}
-		if host, outside, mine := p.owns(kv.Value); mine {
-			owned[stored] = append(owned[stored], entry{key: string(kv.Key), sum: digestOf(kv.Value), host: host, modRev: kv.ModRevision, lease: kv.Lease, outside: outside})
+		if v, outside, mine := p.owns(kv.Value); mine {
+			owned[stored] = append(owned[stored], entry{key: string(kv.Key), sum: digestOf(kv.Value), host: v.Host, modRev: kv.ModRevision, lease: kv.Lease, outside: outside})
+			if outside == "" && v.Source != "" {
+				bySource[v.Source] += skydns.Record{Name: stored, Host: v.Host, Port: v.Port}.Digest()
+			}
 		} else if label == "" {
 			occupied[stored] = true // see atname.go
 		}
@@ -110,6 +119,14 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 		}
 	}
 	p.tombs = nil
+	if !p.complete {
+		p.atLoad = bySource
+	}
+	select {
+	case <-p.firstLoad:
+	default:
+		close(p.firstLoad)
+	}
 	p.loaded = true
 	p.wakeLeaseLocked()
 	p.count.relists.Add(1)
@@ -148,19 +165,19 @@ func (p *Publisher) listAt(ctx context.Context, dir string, rev int64, f func(*m
 
 // owns reports whether a stored value is skylb's, its host, and its source
 // when that lies outside what this skylb may delete (see Config.Owns).
-func (p *Publisher) owns(value []byte) (host, outside string, mine bool) {
+func (p *Publisher) owns(value []byte) (v skydns.Value, outside string, mine bool) {
 	// Cheap test first: most values of a shared prefix are not skylb's.
 	if !bytes.Contains(value, []byte(p.cfg.Owner)) {
-		return "", "", false
+		return skydns.Value{}, "", false
 	}
 	v, err := skydns.Decode(value)
 	if err != nil || v.Owner != p.cfg.Owner {
-		return "", "", false
+		return skydns.Value{}, "", false
 	}
 	if p.cfg.Owns != nil && !p.cfg.Owns(v.Source) {
-		return v.Host, v.Source, true
+		return v, v.Source, true
 	}
-	return v.Host, "", true
+	return v, "", true
 }
 
 // watchAll watches the records and the claims from revision rev+1 on, until a
@@ -238,9 +255,10 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 		if old != nil && ev.Kv.ModRevision <= old.modRev {
 			continue
 		}
-		host, outside, mine := "", "", false
+		var v skydns.Value
+		outside, mine := "", false
 		if ev.Type == mvccpb.PUT {
-			host, outside, mine = p.owns(ev.Kv.Value)
+			v, outside, mine = p.owns(ev.Kv.Value)
 		}
 		if label == "" {
 			p.occupyLocked(stored, ev.Type == mvccpb.PUT && !mine)
@@ -251,7 +269,7 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 				n = newName(stored)
 				p.names[stored] = n
 			}
-			n.put(entry{key: key, sum: digestOf(ev.Kv.Value), host: host, modRev: ev.Kv.ModRevision, lease: ev.Kv.Lease, outside: outside})
+			n.put(entry{key: key, sum: digestOf(ev.Kv.Value), host: v.Host, modRev: ev.Kv.ModRevision, lease: ev.Kv.Lease, outside: outside})
 		case old != nil:
 			// Deleted, or overwritten with something that is not skylb's.
 			n.remove(key)

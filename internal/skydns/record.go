@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -88,6 +89,20 @@ func (r Record) Type() Type {
 }
 
 // String formats the record as a zone-file line, for logs.
+// Digest returns a hash of the record's name, host and port. Summed over
+// the records of one object it identifies them whatever their order: what
+// the object publishes is unchanged when the sum is (see
+// publish.Publisher.Loaded).
+func (r Record) Digest() uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(r.Name))
+	h.Write([]byte{0})
+	h.Write([]byte(r.Host))
+	h.Write([]byte{0})
+	h.Write(strconv.AppendInt(nil, int64(r.Port), 10))
+	return h.Sum64()
+}
+
 func (r Record) String() string {
 	if r.Port != 0 {
 		return fmt.Sprintf("%s %d %s %d %s", r.Name, r.TTL, r.Type(), r.Port, r.Host)
