@@ -671,16 +671,19 @@ func (c *Controller) Run(ctx context.Context) error {
 func (c *Controller) syncAll(ctx context.Context) (int, error) {
 	// An event from now on may come after the pass has read its object: it is
 	// queued. An event handled before has its object in the caches already.
-	c.started.Store(true)
+	first := !c.started.Swap(true)
 	keys, err := c.cachedKeys()
 	if err != nil {
 		return 0, err
 	}
-	// The first pass tells what changed while no skylb ran: for that it
-	// waits a little for the view of etcd, which usually came first.
-	lctx, cancel := context.WithTimeout(ctx, loadedWait)
-	loaded := c.pub.Loaded(lctx)
-	cancel()
+	var loaded map[string]uint64
+	if first {
+		// The first pass tells what changed while no skylb ran: for that
+		// it waits a little for the view of etcd, which usually came first.
+		lctx, cancel := context.WithTimeout(ctx, loadedWait)
+		loaded = c.pub.Loaded(lctx)
+		cancel()
+	}
 	out, err := c.decideAll(keys, loaded)
 	if err != nil {
 		return 0, err
