@@ -2,11 +2,12 @@ package skydns
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
+	"hash/maphash"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -88,21 +89,27 @@ func (r Record) Type() Type {
 	}
 }
 
-// String formats the record as a zone-file line, for logs.
+// digestSeed seeds Digest: digests are compared within one process only.
+var digestSeed = maphash.MakeSeed()
+
 // Digest returns a hash of the record's name, host and port. Summed over
 // the records of one object it identifies them whatever their order: what
 // the object publishes is unchanged when the sum is (see
 // publish.Publisher.Loaded).
 func (r Record) Digest() uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(r.Name))
-	h.Write([]byte{0})
-	h.Write([]byte(r.Host))
-	h.Write([]byte{0})
-	h.Write(strconv.AppendInt(nil, int64(r.Port), 10))
+	var h maphash.Hash
+	h.SetSeed(digestSeed)
+	h.WriteString(r.Name)
+	h.WriteByte(0)
+	h.WriteString(r.Host)
+	h.WriteByte(0)
+	var port [8]byte
+	binary.LittleEndian.PutUint64(port[:], uint64(r.Port))
+	h.Write(port[:])
 	return h.Sum64()
 }
 
+// String formats the record as a zone-file line, for logs.
 func (r Record) String() string {
 	if r.Port != 0 {
 		return fmt.Sprintf("%s %d %s %d %s", r.Name, r.TTL, r.Type(), r.Port, r.Host)
