@@ -66,11 +66,16 @@ func (p *Publisher) loadWithRetry(ctx context.Context) (int64, bool) {
 func (p *Publisher) load(ctx context.Context) (int64, error) {
 	p.mu.Lock()
 	p.loaded = false
+	// Only a load before Complete sums the records by object (see Loaded):
+	// a relist later has no one to tell.
+	var bySource map[string]uint64
+	if !p.complete {
+		bySource = make(map[string]uint64)
+	}
 	p.mu.Unlock()
 
 	owned := make(map[string][]entry)
 	occupied := make(map[string]bool)
-	bySource := make(map[string]uint64)
 	rev, err := p.listAt(ctx, p.dir, 0, func(kv *mvccpb.KeyValue) {
 		stored, label, ok := skydns.SplitKey(p.cfg.Prefix, string(kv.Key))
 		if !ok {
@@ -78,7 +83,7 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 		}
 		if v, outside, mine := p.owns(kv.Value); mine {
 			owned[stored] = append(owned[stored], entry{key: string(kv.Key), sum: digestOf(kv.Value), host: v.Host, modRev: kv.ModRevision, lease: kv.Lease, outside: outside})
-			if outside == "" && v.Source != "" {
+			if bySource != nil && outside == "" && v.Source != "" {
 				bySource[v.Source] += skydns.Record{Name: stored, Host: v.Host, Port: v.Port}.Digest()
 			}
 		} else if label == "" {
@@ -163,8 +168,8 @@ func (p *Publisher) listAt(ctx context.Context, dir string, rev int64, f func(*m
 	}
 }
 
-// owns reports whether a stored value is skylb's, its host, and its source
-// when that lies outside what this skylb may delete (see Config.Owns).
+// owns reports whether a stored value is skylb's, its decoded value, and its
+// source when that lies outside what this skylb may delete (see Config.Owns).
 func (p *Publisher) owns(value []byte) (v skydns.Value, outside string, mine bool) {
 	// Cheap test first: most values of a shared prefix are not skylb's.
 	if !bytes.Contains(value, []byte(p.cfg.Owner)) {
