@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -71,6 +72,7 @@ type Interface interface {
 	ListWatch(r schema.GroupVersionResource, namespace string) cache.ListerWatcher
 	List(ctx context.Context, r schema.GroupVersionResource, namespace string, opts metav1.ListOptions, list runtime.Object) error
 	Get(ctx context.Context, r schema.GroupVersionResource, namespace, name string, obj runtime.Object) error
+	Watch(ctx context.Context, r schema.GroupVersionResource, namespace string, opts metav1.ListOptions) (watch.Interface, error)
 	Create(ctx context.Context, r schema.GroupVersionResource, namespace string, obj runtime.Object) error
 	Update(ctx context.Context, r schema.GroupVersionResource, namespace, name string, obj runtime.Object) error
 	Patch(ctx context.Context, r schema.GroupVersionResource, namespace, name string, pt types.PatchType, data []byte, subresource ...string) error
@@ -167,6 +169,15 @@ func (c *Client) List(ctx context.Context, r schema.GroupVersionResource, namesp
 func (c *Client) Get(ctx context.Context, r schema.GroupVersionResource, namespace, name string, obj runtime.Object) error {
 	return c.client(r).Get().NamespaceIfScoped(namespace, namespace != "").Resource(r.Resource).Name(name).
 		Do(ctx).Into(obj)
+}
+
+// Watch watches resource r in namespace with opts, e.g. one object by a
+// metadata.name field selector, which RBAC authorizes against the object's
+// name.
+func (c *Client) Watch(ctx context.Context, r schema.GroupVersionResource, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	return c.client(r).Get().NamespaceIfScoped(namespace, namespace != "").Resource(r.Resource).
+		VersionedParams(&opts, metav1.ParameterCodec).Watch(ctx)
 }
 
 // Create creates obj, of resource r in namespace, and reads what the server

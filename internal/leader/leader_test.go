@@ -11,6 +11,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/skylb/skylb/internal/etcdtest"
 	"github.com/skylb/skylb/internal/kubeclient/kubefake"
@@ -29,6 +31,21 @@ func elector(kube *kubefake.Fake, etcd *clientv3.Client, id string) *leader.Elec
 		LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond,
 		EtcdKey: "/skylb/leader/test", EtcdTTL: 1, Log: quiet(),
 	}, kube, etcd)
+}
+
+// run runs e, whose lead waits for its end, until stop is called; stop
+// returns once Run has.
+func run(e *leader.Elector) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Run(ctx, func(ctx context.Context) { <-ctx.Done() })
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -51,21 +68,9 @@ func TestFencedLeadership(t *testing.T) {
 	if _, err := a.Compares(); err == nil {
 		t.Fatalf("Compares() before leading succeeded, want ErrNotLeader")
 	}
-	actx, stopA := context.WithCancel(context.Background())
-	aDone := make(chan struct{})
-	go func() {
-		defer close(aDone)
-		a.Run(actx, func(ctx context.Context) { <-ctx.Done() })
-	}()
+	stopA := run(a)
 	waitFor(t, "a to lead", a.Leading)
-
-	bctx, stopB := context.WithCancel(context.Background())
-	defer stopB()
-	bDone := make(chan struct{})
-	go func() {
-		defer close(bDone)
-		b.Run(bctx, func(ctx context.Context) { <-ctx.Done() })
-	}()
+	stopB := run(b)
 
 	cmps, err := a.Compares()
 	if err != nil {
@@ -101,7 +106,6 @@ func TestFencedLeadership(t *testing.T) {
 		t.Fatalf("b leads while a holds the Lease")
 	}
 	stopA()
-	<-aDone
 	if a.Leading() {
 		t.Errorf("a still leads after it stopped")
 	}
@@ -109,7 +113,105 @@ func TestFencedLeadership(t *testing.T) {
 	waitFor(t, "b to take over", b.Leading)
 	t.Logf("b took over %v after a stopped", time.Since(start).Round(time.Millisecond))
 	stopB()
-	<-bDone
+}
+
+// TestStandbyTakesAReleasedLeaseAtOnce: a standby takes the Lease as soon as
+// the leader that stopped has released it, not at its next try a RetryPeriod
+// later.
+func TestStandbyTakesAReleasedLeaseAtOnce(t *testing.T) {
+	srv := etcdtest.Start(t)
+	etcd := srv.NewClient(t)
+	kube := kubefake.New()
+	const retry = time.Minute
+	slow := func(id string) *leader.Elector {
+		return leader.New(leader.Config{
+			Namespace: "skylb", Name: "skylb", Identity: id,
+			LeaseDuration: 3 * retry, RenewDeadline: 2 * retry, RetryPeriod: retry,
+			EtcdKey: "/skylb/leader/test", EtcdTTL: 5, Log: quiet(),
+		}, kube, etcd)
+	}
+	a, b := slow("a"), slow("b")
+	stopA := run(a)
+	waitFor(t, "a to lead", a.Leading)
+
+	tried := make(chan struct{}, 1)
+	kube.PrependReactor("get", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		select {
+		case tried <- struct{}{}:
+		default:
+		}
+		return false, nil, nil
+	})
+	defer run(b)()
+	// b found the Lease held and waits for its next try, a minute away.
+	<-tried
+	time.Sleep(100 * time.Millisecond)
+	if b.Leading() {
+		t.Fatal("b leads while a holds the Lease")
+	}
+
+	stopA()
+	start := time.Now()
+	waitFor(t, "b to take the released Lease", b.Leading)
+	if took := time.Since(start); took > retry/2 {
+		t.Errorf("b took the Lease %v after a released it, at its next try; want it at once", took)
+	}
+	t.Logf("b took over %v after a stopped", time.Since(start).Round(time.Millisecond))
+}
+
+// TestStandbyTakesAnExpiredLeaseOnTime: a holder that dies stops renewing
+// the Lease; a standby takes it once the holder's time is up by its own
+// clock, LeaseDuration after the last renewal it saw, never before, and not
+// at its next try a RetryPeriod later.
+func TestStandbyTakesAnExpiredLeaseOnTime(t *testing.T) {
+	srv := etcdtest.Start(t)
+	etcd := srv.NewClient(t)
+	const duration = 2 // seconds, the holder's
+	now := metav1.NowMicro()
+	kube := kubefake.New(&coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "skylb", Name: "skylb"},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: new("ghost"), LeaseDurationSeconds: new(int32(duration)),
+			AcquireTime: &now, RenewTime: &now,
+		},
+	})
+	b := leader.New(leader.Config{
+		Namespace: "skylb", Name: "skylb", Identity: "b",
+		LeaseDuration: 2 * time.Minute, RenewDeadline: 90 * time.Second, RetryPeriod: time.Minute,
+		EtcdKey: "/skylb/leader/test", EtcdTTL: 5, Log: quiet(),
+	}, kube, etcd)
+	defer run(b)()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// The ghost renews for a while, then dies.
+	leases := kube.CoordinationV1().Leases("skylb")
+	var last time.Time
+	for range 6 {
+		time.Sleep(300 * time.Millisecond)
+		if b.Leading() {
+			t.Fatal("b leads while the ghost renews the Lease")
+		}
+		l, err := leases.Get(ctx, "skylb", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		renewed := metav1.NowMicro()
+		l.Spec.RenewTime = &renewed
+		if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		last = time.Now()
+	}
+	waitFor(t, "b to take the expired Lease", b.Leading)
+	took := time.Since(last)
+	if took < duration*time.Second {
+		t.Errorf("b took the Lease %v after its last renewal, before its %ds were up", took, duration)
+	}
+	if took > duration*time.Second+5*time.Second {
+		t.Errorf("b took the Lease %v after its last renewal, want it about %ds after", took, duration)
+	}
+	t.Logf("b took the Lease %v after its last renewal", took.Round(time.Millisecond))
 }
 
 // TestRunJoinsLead checks that Run returns only after lead has: the caller

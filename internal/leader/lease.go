@@ -3,13 +3,16 @@ package leader
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/skylb/skylb/internal/kubeclient"
 )
@@ -19,6 +22,7 @@ type API interface {
 	Get(ctx context.Context, r schema.GroupVersionResource, namespace, name string, obj runtime.Object) error
 	Create(ctx context.Context, r schema.GroupVersionResource, namespace string, obj runtime.Object) error
 	Update(ctx context.Context, r schema.GroupVersionResource, namespace, name string, obj runtime.Object) error
+	Watch(ctx context.Context, r schema.GroupVersionResource, namespace string, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // lease holds or waits for the Kubernetes Lease, with the protocol of
@@ -39,19 +43,100 @@ type lease struct {
 	observedAt time.Time
 }
 
-// acquire tries to take the Lease every RetryPeriod, with jitter, until it
-// does (true) or ctx ends (false).
+// acquire tries to take the Lease until it does (true) or ctx ends (false):
+// every RetryPeriod, with jitter, and besides as soon as a watch of the Lease
+// shows it released or its holder's time up. A leader that stops releases
+// the Lease (see release), so a standby takes it within milliseconds; one
+// that dies stops renewing it, and the watch dates its last renewal, so a
+// standby takes it LeaseDuration after that rather than at its next try.
 func (l *lease) acquire(ctx context.Context) bool {
+	var wg sync.WaitGroup
+	wctx, stop := context.WithCancel(ctx)
+	defer wg.Wait()
+	defer stop()
+	seen := make(chan *coordinationv1.Lease, 1)
+	wg.Go(func() { l.watch(wctx, seen) })
 	for {
 		if l.try(ctx) {
 			return true
 		}
+		tried := time.Now()
 		jitter := time.Duration(rand.Float64() * 0.2 * float64(l.cfg.RetryPeriod))
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(l.cfg.RetryPeriod + jitter):
+		next := tried.Add(l.cfg.RetryPeriod + jitter)
+	wait:
+		for {
+			// The holder's time comes up before the next try: try then.
+			// Not when it was up at the try that failed (a write the API
+			// server refuses), which would try without end.
+			at := next
+			if up, ok := l.upAt(); ok && up.After(tried) && up.Before(at) {
+				at = up
+			}
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(time.Until(at)):
+				break wait
+			case cur := <-seen:
+				l.observe(cur)
+			}
 		}
+	}
+}
+
+// upAt returns when the holder's time is up by this replica's clock:
+// LeaseDuration after its record last changed, or when it was seen released;
+// false before the Lease was read.
+func (l *lease) upAt() (time.Time, bool) {
+	if l.current == nil {
+		return time.Time{}, false
+	}
+	if deref(l.current.Spec.HolderIdentity) == "" {
+		return l.observedAt, true
+	}
+	return l.observedAt.Add(l.leaseDuration(l.current)), true
+}
+
+// watch watches the Lease until ctx ends and hands each state of it seen to
+// seen, the latest only when the last is not taken yet. The watch only
+// hastens acquire: when it fails (an API server down, RBAC without watch on
+// the Lease) acquire still tries every RetryPeriod, and the watch is tried
+// again after LeaseDuration.
+func (l *lease) watch(ctx context.Context, seen chan *coordinationv1.Lease) {
+	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", l.cfg.Name).String()}
+	for failed := false; ctx.Err() == nil; {
+		w, err := l.api.Watch(ctx, kubeclient.Leases, l.cfg.Namespace, opts)
+		if err != nil {
+			if ctx.Err() == nil {
+				entry := l.cfg.Log.WithError(err)
+				if !failed {
+					entry.Warn("could not watch the Kubernetes Lease; a released or expired Lease is taken at the next try")
+				} else {
+					entry.Debug("watch the Kubernetes Lease")
+				}
+				failed = true
+				sleep(ctx, l.cfg.LeaseDuration)
+			}
+			continue
+		}
+		// Stopped when ctx ends, whatever the watch makes of its context.
+		unwatch := context.AfterFunc(ctx, w.Stop)
+		for ev := range w.ResultChan() {
+			cur, ok := ev.Object.(*coordinationv1.Lease)
+			if !ok || ev.Type == watch.Deleted || cur.Name != l.cfg.Name {
+				continue
+			}
+			select {
+			case <-seen: // replaced by the newer state
+			default:
+			}
+			seen <- cur
+		}
+		unwatch()
+		w.Stop()
+		// A watch that ended starts again a little later, so that one
+		// ending at once does not spin.
+		sleep(ctx, l.cfg.RetryPeriod/4)
 	}
 }
 

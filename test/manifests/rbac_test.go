@@ -79,6 +79,7 @@ func rbacChecks(ctx context.Context, t *testing.T, k kubectl, rr *rendering, ns 
 		{verb: "create", resource: leases, ns: ns, allowed: true},
 		{verb: "get", resource: leases, name: "skylb", ns: ns, allowed: true},
 		{verb: "update", resource: leases, name: "skylb", ns: ns, allowed: true},
+		{verb: "watch", resource: leases, name: "skylb", ns: ns, allowed: true},
 		// What it must not.
 		{verb: "get", resource: "secrets", ns: ns},
 		{verb: "list", resource: "secrets"},
@@ -101,6 +102,9 @@ func rbacChecks(ctx context.Context, t *testing.T, k kubectl, rr *rendering, ns 
 		{verb: "delete", resource: "events", ns: "default"},
 		{verb: "get", resource: leases, name: "other", ns: ns},
 		{verb: "update", resource: leases, name: "other", ns: ns},
+		{verb: "watch", resource: leases, name: "other", ns: ns},
+		{verb: "watch", resource: leases, ns: ns},
+		{verb: "list", resource: leases, ns: ns},
 		{verb: "delete", resource: leases, name: "skylb", ns: ns},
 		{verb: "create", resource: leases, ns: "kube-system"},
 		{verb: "get", resource: "configmaps", ns: ns},

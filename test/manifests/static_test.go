@@ -461,6 +461,7 @@ func checkRBACRules(t *testing.T, rr *rendering) {
 		{"namespace skylb", "coordination.k8s.io", "leases", "create", ""},
 		{"namespace skylb", "coordination.k8s.io", "leases", "get", "skylb"},
 		{"namespace skylb", "coordination.k8s.io", "leases", "update", "skylb"},
+		{"namespace skylb", "coordination.k8s.io", "leases", "watch", "skylb"},
 	} {
 		want[w] = true
 	}

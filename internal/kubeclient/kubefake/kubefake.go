@@ -96,6 +96,12 @@ func (f *Fake) List(_ context.Context, r schema.GroupVersionResource, namespace 
 	return f.invokeInto(clienttesting.NewListActionWithOptions(r, gvk, namespace, opts), list)
 }
 
+// Watch implements kubeclient.Interface. The fake clientset's watches
+// filter by namespace only.
+func (f *Fake) Watch(_ context.Context, r schema.GroupVersionResource, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+	return f.InvokesWatch(clienttesting.NewWatchActionWithOptions(r, namespace, opts))
+}
+
 // Get implements kubeclient.Interface.
 func (f *Fake) Get(_ context.Context, r schema.GroupVersionResource, namespace, name string, obj runtime.Object) error {
 	return f.invokeInto(clienttesting.NewGetAction(r, namespace, name), obj)
