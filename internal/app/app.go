@@ -247,6 +247,15 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	}
 	if elector != nil {
 		g.Go(func() error {
+			// A replica stands for leader once it could lead at once: its
+			// caches synced, its first pass done and its view of etcd
+			// loaded. One just started, as the one replacing a deleted
+			// leader is, would otherwise take the Lease as it is released,
+			// ahead of a ready standby, and publish nothing until its own
+			// caches synced: seconds in a large cluster.
+			if waitUntil(ctx, func() bool { return ctrl.Ready() && pub.Ready() }) != nil {
+				return nil
+			}
 			return elector.Run(ctx, func(lctx context.Context) {
 				pub.SetActive(true)
 				ctrl.Resync(lctx)
@@ -350,7 +359,12 @@ func firstPass(ctx context.Context, pub *publish.Publisher, ctrl *controller.Con
 
 // waitReady returns once the controller's caches have synced, or ctx's error.
 func waitReady(ctx context.Context, ctrl *controller.Controller) error {
-	for !ctrl.Ready() {
+	return waitUntil(ctx, ctrl.Ready)
+}
+
+// waitUntil returns once cond holds, or ctx's error.
+func waitUntil(ctx context.Context, cond func() bool) error {
+	for !cond() {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

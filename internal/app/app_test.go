@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,7 +18,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/etcdtest"
@@ -135,14 +138,64 @@ func TestRunOnceRefusesAnotherScope(t *testing.T) {
 	}
 }
 
+// replicaConfig is testConfig with leader election, as replica-1.
+func replicaConfig(t *testing.T) Config {
+	cfg := testConfig(t)
+	cfg.LeaderElect = true
+	cfg.Leader = leader.Config{Namespace: "skylb", Name: "skylb", Identity: "replica-1", EtcdKey: "/skylb/leader/cluster1"}
+	return cfg
+}
+
+// TestStandsForLeaderOnceReady: a replica does not take the Lease while its
+// caches have not synced, so that a ready standby takes it rather than a
+// replica that could publish nothing yet; once they have, it does.
+func TestStandsForLeaderOnceReady(t *testing.T) {
+	srv := etcdtest.Start(t)
+	etcd := srv.NewClient(t)
+	cfg := replicaConfig(t)
+	kube := fake.NewClientset(webService())
+	var listable atomic.Bool
+	kube.PrependReactor("list", "services", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if listable.Load() {
+			return false, nil, nil
+		}
+		return true, nil, errors.New("the API server is slow today")
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, Clients{Kube: kubefake.For(kube)}, etcd) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	holder := func() string {
+		l, err := kube.CoordinationV1().Leases("skylb").Get(ctx, "skylb", metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+
+	time.Sleep(1500 * time.Millisecond)
+	if h := holder(); h != "" {
+		t.Fatalf("the Lease is held by %s before the caches synced, want it not taken", h)
+	}
+	listable.Store(true)
+	deadline := time.Now().Add(30 * time.Second)
+	for holder() != "replica-1" {
+		if time.Now().After(deadline) {
+			t.Fatal("replica-1 did not take the Lease within 30s of its caches syncing")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestRunStopsWhenCtxEnds runs skylb with leader election until its records
 // are in etcd, then ends ctx: Run returns once every component has stopped.
 func TestRunStopsWhenCtxEnds(t *testing.T) {
 	srv := etcdtest.Start(t)
 	etcd := srv.NewClient(t)
-	cfg := testConfig(t)
-	cfg.LeaderElect = true
-	cfg.Leader = leader.Config{Namespace: "skylb", Name: "skylb", Identity: "replica-1", EtcdKey: "/skylb/leader/cluster1"}
+	cfg := replicaConfig(t)
 	cfg.ResyncInterval = time.Minute
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
