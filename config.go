@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -92,7 +94,13 @@ func (o *options) config() (app.Config, error) {
 		if o.leader.LeaseDuration <= o.leader.RenewDeadline || o.leader.RenewDeadline <= o.leader.RetryPeriod || o.leader.RetryPeriod <= 0 {
 			return app.Config{}, fmt.Errorf("--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, which must exceed --leader-elect-retry-period")
 		}
-		lead.Identity = host
+		// The host name (the pod's name in a cluster) and a random part,
+		// as kube-controller-manager names itself: two replicas on one
+		// host (hostNetwork, or processes side by side) must not both
+		// hold the Lease under one name.
+		suffix := make([]byte, 8)
+		rand.Read(suffix)
+		lead.Identity = host + "_" + hex.EncodeToString(suffix)
 		lead.EtcdKey = "/skylb/leader/" + o.owner
 	}
 	if o.noEndpointsGrace < 0 {

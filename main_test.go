@@ -304,3 +304,23 @@ func TestReverseZonesAndExternalNamesFromEnv(t *testing.T) {
 		t.Errorf("from the environment: reverse zones %q, ExternalName Services %q; want %q and none", names, cfg.Source.ExternalNames, want)
 	}
 }
+
+// TestLeaderIdentity: a replica holds the Lease as <host name>_<random>, so
+// that two replicas on one host hold it under two names.
+func TestLeaderIdentity(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, a, _ := runConfig(t, []string{"--leader-elect", "--leader-elect-namespace=skylb"}, nil, "")
+	_, b, _ := runConfig(t, []string{"--leader-elect", "--leader-elect-namespace=skylb"}, nil, "")
+	for _, id := range []string{a.Leader.Identity, b.Leader.Identity} {
+		name, suffix, ok := strings.Cut(id, "_")
+		if !ok || name != host || len(suffix) != 16 {
+			t.Errorf("Got identity %q, want %s_<16 hex digits>", id, host)
+		}
+	}
+	if a.Leader.Identity == b.Leader.Identity {
+		t.Errorf("Got identity %q twice, want two replicas on one host told apart", a.Leader.Identity)
+	}
+}
