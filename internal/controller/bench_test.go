@@ -54,15 +54,15 @@ func benchCluster(namespaces, services, ingresses int) []runtime.Object {
 	return objs
 }
 
-// BenchmarkSyncAll measures the first full pass over a large cluster: every
-// object's publication, the resolution of every name and the records handed
-// to the publisher (keys and values encoded), as at start or after a relist.
 // emptyAtStart is a Publisher that found etcd empty, as at a first start,
 // without an etcd to read.
 type emptyAtStart struct{ *publish.Publisher }
 
 func (emptyAtStart) Loaded(context.Context) map[string]uint64 { return map[string]uint64{} }
 
+// BenchmarkSyncAll measures the first full pass over a large cluster: every
+// object's publication, the resolution of every name and the records handed
+// to the publisher (keys and values encoded), as at start or after a relist.
 func BenchmarkSyncAll(b *testing.B) {
 	for _, size := range []struct{ ns, svcs, ings int }{{10, 1000, 200}, {100, 10000, 2000}} {
 		b.Run(fmt.Sprintf("services=%d,ingresses=%d", size.svcs, size.ings), func(b *testing.B) {
