@@ -152,10 +152,8 @@ func TestStandbyTakesAReleasedLeaseAtOnce(t *testing.T) {
 
 	stopA()
 	start := time.Now()
-	waitFor(t, "b to take the released Lease", b.Leading)
-	if took := time.Since(start); took > retry/2 {
-		t.Errorf("b took the Lease %v after a released it, at its next try; want it at once", took)
-	}
+	// waitFor gives up after 15 s, long before b's next try.
+	waitFor(t, "b to take the released Lease before its next try", b.Leading)
 	t.Logf("b took over %v after a stopped", time.Since(start).Round(time.Millisecond))
 }
 
