@@ -441,8 +441,12 @@ func (e *env) leaseHolder(ctx context.Context) string {
 	if err != nil || l.Spec.HolderIdentity == nil {
 		return ""
 	}
-	// <pod name>_<random>
-	pod, _, _ := strings.Cut(*l.Spec.HolderIdentity, "_")
+	return podOf(*l.Spec.HolderIdentity)
+}
+
+// podOf returns the pod name of a skylb replica's identity, <pod name>_<random>.
+func podOf(identity string) string {
+	pod, _, _ := strings.Cut(identity, "_")
 	return pod
 }
 
@@ -504,8 +508,7 @@ func (e *env) skylbLeaderDeleted(t *testing.T) {
 	}
 	var candidates []string
 	for _, kv := range resp.Kvs {
-		pod, _, _ := strings.Cut(string(kv.Value), "_")
-		candidates = append(candidates, pod)
+		candidates = append(candidates, podOf(string(kv.Value)))
 	}
 	if !slices.Equal(candidates, []string{holder}) {
 		t.Errorf("Got etcd election candidates %v, want only %s", candidates, holder)
