@@ -46,17 +46,21 @@ func drained(t *testing.T) {
 		hasEvent(t, "settle", "Service", name, "Published", "203.0.113.250"))
 }
 
-// controllersBack waits until a Service of pods is published again after the
-// API server came back: kube-controller-manager's watches reconnect with
-// client-go's backoff (0.8 s doubling to 30 s, each wait up to twice that with
-// its jitter, reset only after 2 minutes without a failure), so after two
-// outages within two minutes its Deployments may wait a minute or more to get
-// their pods, and a test that follows pods right after would wait for it.
-// (The simulated kubelet's client waits for the API server instead:
-// stack.RunKubelet.) It runs one pod behind a Service in namespace settle and
-// waits until CoreDNS answers with its node's address.
+// controllersBack restarts kube-controller-manager after the API server came
+// back, and waits until a Service of pods is published. Its watches reconnect
+// with client-go's backoff (0.8 s doubling to 30 s, each wait up to twice
+// that with its jitter, reset only after 2 minutes without a failure), each
+// informer on its own: one Deployment getting its pods proved nothing of the
+// next change (a scale-down right after waited over a minute for one informer still
+// backing off, failing the test that made it). Restarted, it lists and
+// watches everything afresh. (The simulated kubelet's client waits for the
+// API server instead: stack.RunKubelet.) It runs one pod behind a Service in
+// namespace settle and waits until CoreDNS answers with its node's address.
 func controllersBack(t *testing.T) {
 	t.Helper()
+	if err := st.Proc("kube-controller-manager").Restart(ctxT(t)); err != nil {
+		t.Fatalf("restart kube-controller-manager: %v", err)
+	}
 	settleNamespace(t)
 	name := fmt.Sprintf("pods-%d", marks.Add(1))
 	deploy(t, "settle", name, 1, "")
