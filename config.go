@@ -79,6 +79,9 @@ func (o *options) config() (app.Config, error) {
 	if o.healthWorkers < 1 {
 		return app.Config{}, fmt.Errorf("--health-workers: must be at least 1")
 	}
+	if o.etcdMaxTxnOps < 1 {
+		return app.Config{}, fmt.Errorf("--etcd-max-txn-ops: must be at least 1")
+	}
 	if o.maxDeleteRatio <= 0 {
 		return app.Config{}, fmt.Errorf("--max-delete-ratio: must be greater than 0")
 	}
@@ -158,6 +161,7 @@ func (o *options) config() (app.Config, error) {
 		Owner:            o.owner,
 		ResyncInterval:   o.resync,
 		EtcdTimeout:      5 * time.Second,
+		EtcdMaxTxnOps:    o.etcdMaxTxnOps,
 		HTTPAddress:      o.httpAddress,
 		GatewayAPI:       o.gatewayAPI,
 		GatewayPoll:      o.gatewayPoll,

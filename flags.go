@@ -24,6 +24,7 @@ type options struct {
 	zones            []string
 	etcd             etcdclient.Config
 	prefix           string
+	etcdMaxTxnOps    int
 	ttl              uint32
 	owner            string
 	defaultNamespace string
@@ -86,6 +87,7 @@ func flags(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.etcd.KeyFile, "etcd-key-file", "", "client key for etcd (re-read when it changes)")
 	fs.StringVar(&o.etcd.ServerName, "etcd-server-name", "", "name to verify in etcd's server certificate, if not the endpoint's host")
 	fs.StringVar(&o.prefix, "etcd-prefix", "/skydns", "etcd key prefix CoreDNS's etcd plugin reads")
+	fs.IntVar(&o.etcdMaxTxnOps, "etcd-max-txn-ops", 128, "most operations in one etcd transaction, at most etcd's --max-txn-ops (128 unless set there); halved while etcd refuses that many")
 	fs.Uint32Var(&o.ttl, "ttl", 30, "record TTL in seconds")
 	fs.StringVar(&o.owner, "owner-id", "default", "identity of this cluster's records, a DNS label; each cluster sharing an etcd needs its own")
 	fs.StringVar(&o.claimPrefix, "claim-prefix", "/skylb/claims", "etcd prefix where the clusters sharing the etcd claim their names; empty claims none")

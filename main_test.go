@@ -324,3 +324,28 @@ func TestLeaderIdentity(t *testing.T) {
 		t.Errorf("Got identity %q twice, want two replicas on one host told apart", a.Leader.Identity)
 	}
 }
+
+// TestEtcdMaxTxnOps: the transaction size reaches the publisher's
+// configuration, from the command line and from the environment, and a size
+// below one is refused.
+func TestEtcdMaxTxnOps(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    int
+		wantErr string
+	}{
+		{name: "default, etcd's", want: 128},
+		{name: "flag", args: []string{"--etcd-max-txn-ops=512"}, want: 512},
+		{name: "from the environment", env: map[string]string{"SKYLB_ETCD_MAX_TXN_OPS": "256"}, want: 256},
+		{name: "zero", args: []string{"--etcd-max-txn-ops=0"}, wantErr: "--etcd-max-txn-ops: must be at least 1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, cfg, ok := runConfig(t, tt.args, tt.env, tt.wantErr)
+			if ok && cfg.EtcdMaxTxnOps != tt.want {
+				t.Errorf("EtcdMaxTxnOps = %d, want %d", cfg.EtcdMaxTxnOps, tt.want)
+			}
+		})
+	}
+}

@@ -49,6 +49,9 @@ type Config struct {
 	Owner          string
 	ResyncInterval time.Duration
 	EtcdTimeout    time.Duration
+	// EtcdMaxTxnOps is the most operations a transaction holds, at most
+	// etcd's --max-txn-ops; zero is etcd's default, 128.
+	EtcdMaxTxnOps  int
 	MaxDeleteRatio float64
 	// ClaimPrefix is where the clusters sharing the etcd claim their names;
 	// empty claims none.
@@ -140,6 +143,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 		Prefix:             cfg.Prefix,
 		Owner:              cfg.Owner,
 		Timeout:            cfg.EtcdTimeout,
+		MaxTxnOps:          cfg.EtcdMaxTxnOps,
 		MaxDeleteRatio:     cfg.MaxDeleteRatio,
 		DryRun:             cfg.DryRun,
 		ObservePropagation: func(d time.Duration) { m.Propagation.Observe(d.Seconds()) },

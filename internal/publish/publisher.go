@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -42,7 +43,7 @@ type Config struct {
 	Prefix    string        // key prefix, e.g. "/skydns"
 	Owner     string        // owner id written into every value
 	Timeout   time.Duration // deadline of each etcd request
-	MaxTxnOps int           // operations per transaction, at most etcd's --max-txn-ops
+	MaxTxnOps int           // operations per transaction, at most etcd's --max-txn-ops (halved while etcd refuses that many)
 	PageSize  int64         // keys per page when listing the prefix
 	Guard     Guard         // optional
 	// MaxDeleteRatio is the largest share of skylb's records a full
@@ -279,6 +280,9 @@ type Publisher struct {
 	following    // names stored at their name and what they follow (atname.go)
 
 	count counters // what it has done, read by Stats without the lock
+	// maxOps is the most operations a transaction holds: Config.MaxTxnOps,
+	// less once etcd refused that many (txnops.go).
+	maxOps atomic.Int64
 }
 
 // work is what a Publisher has left to write, and whether it writes.
@@ -321,6 +325,7 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 	for i := range p.leaseWake {
 		p.leaseWake[i] = make(chan struct{}, 1)
 	}
+	p.maxOps.Store(int64(cfg.MaxTxnOps))
 	p.idle = sync.NewCond(&p.mu)
 	return p
 }
@@ -526,6 +531,9 @@ func (p *Publisher) flushLoop(ctx context.Context) {
 			bo.reset()
 		case ctx.Err() != nil:
 			return
+		case errors.Is(err, errSmallerTxns):
+			// Nothing was lost but time: again at once, in smaller transactions.
+			p.poke()
 		default:
 			delay := bo.next()
 			switch {
@@ -672,7 +680,8 @@ func (p *Publisher) commitAll(ctx context.Context, q *queue) error {
 		failed   error
 		written  unobserved
 		inFlight = make(chan struct{}, p.cfg.MaxTxnsInFlight)
-		b        = newBatcher(p.cfg.MaxTxnOps)
+		maxOps   = p.txnOps()
+		b        = newBatcher(maxOps)
 	)
 	stopped := func() bool {
 		failMu.Lock()
@@ -699,6 +708,9 @@ func (p *Publisher) commitAll(ctx context.Context, q *queue) error {
 			defer wg.Done()
 			defer func() { <-inFlight }()
 			err := p.commit(ctx, batch)
+			if err != nil && p.fewerTxnOps(maxOps, err) {
+				err = fmt.Errorf("%w: %w", errSmallerTxns, err)
+			}
 			failMu.Lock()
 			if err == nil {
 				written.add(batch)

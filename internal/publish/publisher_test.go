@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -308,6 +310,36 @@ func TestManyNamesShareTransactionsWithinLimit(t *testing.T) {
 	// 300 single-key names fit in three transactions of at most 128 operations.
 	if s := p.Stats(); s.Txns != 3 || s.Puts != 300 {
 		t.Errorf("Stats() = %+v, want 3 transactions and 300 puts", s)
+	}
+}
+
+// TestTooLargeTransactionsAreMadeSmaller: an etcd whose --max-txn-ops (its
+// default, 128) is lower than the publisher's refuses its transactions; the
+// publisher halves them until etcd takes them, warns once per halving, and
+// writes every name.
+func TestTooLargeTransactionsAreMadeSmaller(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	log, hook := logtest.NewNullLogger()
+	p := startWith(t, c, publish.Config{Log: log, MaxTxnOps: 512})
+	expected := setMany(p, 1000)
+	p.Complete()
+	waitIdle(t, p)
+	if diff := cmp.Diff(expected, dump(t, c)); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	var halved []any
+	for _, e := range hook.AllEntries() {
+		if e.Level == logrus.WarnLevel && strings.Contains(e.Message, "--max-txn-ops") {
+			halved = append(halved, e.Data["operations"])
+		}
+	}
+	if want := []any{256, 128}; !slices.Equal(halved, want) {
+		t.Errorf("warnings of smaller transactions, with their operations: %v, want %v", halved, want)
+	}
+	// Refused at 512 and at 256, then eight transactions of 128 operations.
+	if s := p.Stats(); s.Txns != 8 || s.Puts != 1000 || s.TxnErrors < 2 {
+		t.Errorf("Stats() = %+v, want 8 transactions, 1000 puts and 2 or more refused", s)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +58,10 @@ func TestProfileColdStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	} else {
-		if st, err = stack.Start(ctx, stack.Options{Dir: dir, Detach: keep, Log: os.Stderr}); err != nil {
+		// etcd allows the transactions of any SKYLB_PROFILE_MAX_TXN_OPS
+		// up to 1,024, so that one kept stack compares them.
+		opts := stack.Options{Dir: dir, Detach: keep, Log: os.Stderr, EtcdFlags: []string{"--max-txn-ops=1024"}}
+		if st, err = stack.Start(ctx, opts); err != nil {
 			t.Fatal(err)
 		}
 		if !keep {
@@ -97,6 +101,11 @@ func TestProfileColdStart(t *testing.T) {
 		Prefix: "/skydns", Owner: "default", ClaimPrefix: "/skylb/claims",
 		ResyncInterval: 5 * time.Minute, EtcdTimeout: 5 * time.Second,
 		HealthWorkers: 32, StartGCPercent: app.DefaultStartGCPercent, Log: log,
+	}
+	if n := os.Getenv("SKYLB_PROFILE_MAX_TXN_OPS"); n != "" {
+		if cfg.EtcdMaxTxnOps, err = strconv.Atoi(n); err != nil {
+			t.Fatalf("SKYLB_PROFILE_MAX_TXN_OPS: %v", err)
+		}
 	}
 	kcfg, err := clientcmd.BuildConfigFromFlags("", st.Kubeconfig)
 	if err != nil {
