@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -48,7 +47,6 @@ func staticChecks(t *testing.T, root string, r map[string]*rendering, certs *cer
 	t.Run("images", func(t *testing.T) { checkImages(t, r) })
 	t.Run("Secrets", func(t *testing.T) { checkSecrets(t, r, certs) })
 	t.Run("etcd certificate names", func(t *testing.T) { checkEtcdNames(t, r, certs) })
-	t.Run("etcd transaction size", func(t *testing.T) { checkTxnOps(t, r) })
 	t.Run("Flux chain", func(t *testing.T) { checkFluxChain(t, root, r["flux"]) })
 }
 
@@ -136,19 +134,6 @@ func checkDaemonSet(t *testing.T, r map[string]*rendering) {
 	}
 	if sel, _ := labels.Parse(selector); sel != nil && sel.Matches(labels.Set(r["coredns"].get(t, "Service", nsCoreDNS, "coredns").GetLabels())) {
 		t.Error("skylb --nameserver-selector selects the NodePort Service, whose nodes do not serve port 53")
-	}
-}
-
-// checkTxnOps checks that skylb's transactions fit etcd's and are larger
-// than etcd's default: more operations than etcd allows would be refused, and
-// skylb would halve them, with a warning, at each start.
-func checkTxnOps(t *testing.T, r map[string]*rendering) {
-	skylbArgs := as[appsv1.Deployment](t, r["skylb"].get(t, "Deployment", nsSkylb, "skylb")).Spec.Template.Spec.Containers[0].Args
-	etcdArgs := as[appsv1.StatefulSet](t, r["etcd"].get(t, "StatefulSet", nsEtcd, "etcd")).Spec.Template.Spec.Containers[0].Args
-	skylbOps, _ := flagValue(skylbArgs, "etcd-max-txn-ops")
-	etcdOps, _ := flagValue(etcdArgs, "max-txn-ops")
-	if n, err := strconv.Atoi(skylbOps); err != nil || n <= 128 || etcdOps != skylbOps {
-		t.Errorf("skylb --etcd-max-txn-ops=%s, etcd --max-txn-ops=%s: want the same, above etcd's default of 128", skylbOps, etcdOps)
 	}
 }
 

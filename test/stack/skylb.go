@@ -93,8 +93,6 @@ func (s *Stack) StartSkylbNamed(ctx context.Context, name string, args ...string
 		{"etcd-ca-file", filepath.Join(s.Certs, "ca.crt")},
 		{"etcd-cert-file", filepath.Join(s.Certs, "skylb.crt")},
 		{"etcd-key-file", filepath.Join(s.Certs, "skylb.key")},
-		// As manifests/deployment.yaml, for etcd/etcd.flags's --max-txn-ops.
-		{"etcd-max-txn-ops", "512"},
 	}
 	var full []string
 	for _, d := range defaults {
