@@ -708,7 +708,7 @@ func (p *Publisher) commitAll(ctx context.Context, q *queue) error {
 			defer wg.Done()
 			defer func() { <-inFlight }()
 			err := p.commit(ctx, batch)
-			if err != nil && p.fewerTxnOps(maxOps, err) {
+			if err != nil && p.fewerTxnOps(maxOps, len(batch), err) {
 				err = fmt.Errorf("%w: %w", errSmallerTxns, err)
 			}
 			failMu.Lock()

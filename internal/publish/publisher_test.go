@@ -343,6 +343,29 @@ func TestTooLargeTransactionsAreMadeSmaller(t *testing.T) {
 	}
 }
 
+// TestOneLargeNameLeavesTransactionsAlone: a name whose change alone holds
+// more operations than etcd allows makes a transaction of its own whatever
+// the limit; its refusal is an error like any other and makes no
+// transaction smaller.
+func TestOneLargeNameLeavesTransactionsAlone(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	log, hook := logtest.NewNullLogger()
+	p := startWith(t, c, publish.Config{Log: log})
+	var records []skydns.Record
+	for i := range 200 {
+		records = append(records, rec("big.default.example.org", fmt.Sprintf("198.51.100.%d", i)))
+	}
+	p.Set("big.default.example.org", publish.Want{Records: records})
+	p.Complete()
+	eventually(t, "two refused transactions", func() bool { return p.Stats().TxnErrors >= 2 })
+	for _, e := range hook.AllEntries() {
+		if strings.Contains(e.Message, "--max-txn-ops") {
+			t.Errorf("logged %q (operations %v) for one name too large", e.Message, e.Data["operations"])
+		}
+	}
+}
+
 // refuseOnce is a Guard that refuses the transaction it is asked about at.
 type refuseOnce struct {
 	mu    sync.Mutex

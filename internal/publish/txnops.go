@@ -7,8 +7,7 @@ import (
 )
 
 // minTxnOps is the fewest operations a transaction is cut down to when etcd
-// refuses one as too large: below etcd's own default of 128, and enough for
-// the largest name a Guard and its claim leave room for.
+// refuses one as too large, well below etcd's own default of 128.
 const minTxnOps = 16
 
 // errSmallerTxns is returned by a flush whose transactions etcd refused as
@@ -22,13 +21,15 @@ func (p *Publisher) txnOps() int {
 	return int(p.maxOps.Load())
 }
 
-// fewerTxnOps halves the operations of a transaction after etcd refused a
-// transaction of a flush whose limit was from (its --max-txn-ops is lower
-// than Config.MaxTxnOps), and reports whether the limit is now lower than
-// from: false when it is already at minTxnOps, where the refusal is an error
-// like any other.
-func (p *Publisher) fewerTxnOps(from int, err error) bool {
-	if !errors.Is(err, rpctypes.ErrTooManyOps) || from <= minTxnOps {
+// fewerTxnOps halves the operations of a transaction after etcd refused as
+// too large one holding the changes of a number of names, in a flush whose
+// limit was from (etcd's --max-txn-ops is lower than Config.MaxTxnOps), and
+// reports whether the
+// limit is now lower than from. It is not when the limit is already at
+// minTxnOps, nor for a transaction of one name, which makes a transaction of
+// its own whatever the limit: the refusal is then an error like any other.
+func (p *Publisher) fewerTxnOps(from, names int, err error) bool {
+	if !errors.Is(err, rpctypes.ErrTooManyOps) || from <= minTxnOps || names < 2 {
 		return false
 	}
 	to := max(from/2, minTxnOps)
