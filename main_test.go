@@ -326,8 +326,9 @@ func TestLeaderIdentity(t *testing.T) {
 }
 
 // TestEtcdMaxTxnOps: the transaction size reaches the publisher's
-// configuration, from the command line and from the environment, and a size
-// below one is refused.
+// configuration, from the command line and from the environment; a size
+// below one is refused, and so is one without room for a name's addresses
+// all replaced at once.
 func TestEtcdMaxTxnOps(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
@@ -340,6 +341,9 @@ func TestEtcdMaxTxnOps(t *testing.T) {
 		{name: "flag", args: []string{"--etcd-max-txn-ops=512"}, want: 512},
 		{name: "from the environment", env: map[string]string{"SKYLB_ETCD_MAX_TXN_OPS": "256"}, want: 256},
 		{name: "zero", args: []string{"--etcd-max-txn-ops=0"}, wantErr: "--etcd-max-txn-ops: must be at least 1"},
+		{name: "room for a name's addresses replaced", args: []string{"--max-addresses-per-name=100", "--etcd-max-txn-ops=200"}, want: 200},
+		{name: "no room for a name's addresses replaced", args: []string{"--max-addresses-per-name=100"},
+			wantErr: "--max-addresses-per-name=100: a name whose addresses all change is written in one etcd transaction of 200 operations, more than --etcd-max-txn-ops=128"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, cfg, ok := runConfig(t, tt.args, tt.env, tt.wantErr)

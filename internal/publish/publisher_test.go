@@ -366,6 +366,36 @@ func TestOneLargeNameLeavesTransactionsAlone(t *testing.T) {
 	}
 }
 
+// TestAllAddressesOfANameReplaced: a name whose 64 addresses (the default
+// --max-addresses-per-name) all change at once is written in one transaction
+// of 128 operations, 64 puts and 64 deletes, which etcd's default allows: the
+// bound skylb's configuration keeps (twice the addresses of a name at most
+// --etcd-max-txn-ops).
+func TestAllAddressesOfANameReplaced(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	p := startWith(t, c, publish.Config{ClaimPrefix: "/skylb/claims"})
+	set := func(subnet int) map[string]string {
+		var records []skydns.Record
+		for i := range 64 {
+			records = append(records, rec("big.default.example.org", fmt.Sprintf("198.51.%d.%d", subnet, i)))
+		}
+		p.Set("big.default.example.org", publish.Want{Records: records})
+		return want(records...)
+	}
+	set(100)
+	p.Complete()
+	waitIdle(t, p)
+	expected := set(101)
+	waitIdle(t, p)
+	if diff := cmp.Diff(expected, dump(t, c)); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	if s := p.Stats(); s.Txns != 2 || s.Puts != 128 || s.Deletes != 64 || s.TxnErrors != 0 {
+		t.Errorf("Stats() = %+v, want 2 transactions, 128 puts, 64 deletes and no error", s)
+	}
+}
+
 // refuseOnce is a Guard that refuses the transaction it is asked about at.
 type refuseOnce struct {
 	mu    sync.Mutex
