@@ -24,10 +24,10 @@ func (p *Publisher) txnOps() int {
 // fewerTxnOps halves the operations of a transaction after etcd refused as
 // too large one holding the changes of a number of names, in a flush whose
 // limit was from (etcd's --max-txn-ops is lower than Config.MaxTxnOps), and
-// reports whether the
-// limit is now lower than from. It is not when the limit is already at
-// minTxnOps, nor for a transaction of one name, which makes a transaction of
-// its own whatever the limit: the refusal is then an error like any other.
+// reports whether the limit is now lower than from. It is not when the limit
+// is already at minTxnOps, nor for a transaction of one name, which makes a
+// transaction of its own whatever the limit: the refusal is then an error
+// like any other.
 func (p *Publisher) fewerTxnOps(from, names int, err error) bool {
 	if !errors.Is(err, rpctypes.ErrTooManyOps) || from <= minTxnOps || names < 2 {
 		return false

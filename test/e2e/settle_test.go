@@ -51,9 +51,9 @@ func drained(t *testing.T) {
 // with client-go's backoff (0.8 s doubling to 30 s, each wait up to twice
 // that with its jitter, reset only after 2 minutes without a failure), each
 // informer on its own: one Deployment getting its pods proved nothing of the
-// next change (a scale-down right after waited over a minute for one informer still
-// backing off, failing the test that made it). Restarted, it lists and
-// watches everything afresh. (The simulated kubelet's client waits for the
+// next change (a scale-down right after waited over a minute for one
+// informer still backing off, failing the test that made it). Restarted, it
+// lists and watches everything afresh. (The simulated kubelet's client waits for the
 // API server instead: stack.RunKubelet.) It runs one pod behind a Service in
 // namespace settle and waits until CoreDNS answers with its node's address.
 func controllersBack(t *testing.T) {
