@@ -212,7 +212,7 @@ func (b *Builder) Ingress(ing *networkingv1.Ingress) *Publication {
 		Kind: "Ingress", APIVersion: "networking.k8s.io/v1", Namespace: ing.Namespace, Name: ing.Name, UID: ing.UID,
 	})
 	p.HealthPort = 80
-	if p.Health.Kind == health.HTTPS {
+	if p.Health != nil && p.Health.Kind == health.HTTPS {
 		p.HealthPort = 443
 	}
 	for _, rule := range ing.Spec.Rules {
@@ -268,8 +268,10 @@ func (b *Builder) newPublication(kind string, meta *metav1.ObjectMeta, ref corev
 		Created:   meta.CreationTimestamp.Time,
 		TTL:       b.cfg.TTL,
 	}
-	var errs []error
-	p.Health, errs = health.Parse(meta.Annotations)
+	spec, errs := health.Parse(meta.Annotations)
+	if spec.Kind != health.None && spec.Kind != "" {
+		p.Health = &spec
+	}
 	for _, err := range errs {
 		p.problem(ReasonInvalidAnnotation, "%v", err)
 	}

@@ -114,7 +114,7 @@ func (b *Builder) Route(r Route) *Publication {
 	})
 	p.Mode = ModeGateway
 	p.HealthPort = 443
-	if r.Kind == KindHTTPRoute && p.Health.Kind != health.HTTPS {
+	if r.Kind == KindHTTPRoute && (p.Health == nil || p.Health.Kind != health.HTTPS) {
 		p.HealthPort = 80
 	}
 	var hostnames []string

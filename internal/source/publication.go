@@ -41,9 +41,10 @@ type Publication struct {
 
 	// Mode is where the addresses came from.
 	Mode Mode
-	// Health says how Addresses are checked before publication, and
+	// Health says how Addresses are checked before publication, nil when
+	// they are not (most objects: a pointer saves them its room), and
 	// HealthPort is the port to check when the Spec names none.
-	Health     health.Spec
+	Health     *health.Spec
 	HealthPort int
 	// Select is how many healthy addresses are published.
 	Select health.Mode
@@ -105,20 +106,27 @@ func (p *Publication) Equal(q *Publication) bool {
 		slices.Equal(p.Targets, q.Targets) && slices.Equal(p.Problems, q.Problems) &&
 		slices.Equal(p.Ports, q.Ports) &&
 		p.Mode == q.Mode && p.WriteStatus == q.WriteStatus && StatusEqual(p.Status, q.Status) &&
-		p.Health == q.Health && p.HealthPort == q.HealthPort && p.Select == q.Select && p.Unhealthy == q.Unhealthy &&
+		healthEqual(p.Health, q.Health) && p.HealthPort == q.HealthPort && p.Select == q.Select && p.Unhealthy == q.Unhealthy &&
 		p.Shared == q.Shared && p.ClusterPolicy == q.ClusterPolicy && p.ClusterPriority == q.ClusterPriority
+}
+
+func healthEqual(a, b *health.Spec) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 // HealthTargets returns what to probe: every address with the health check's port.
 func (p *Publication) HealthTargets() []health.Target {
-	if p.Health.Kind == health.None || p.Health.Kind == "" {
+	if p.Health == nil {
 		return nil
 	}
 	port := p.Health.Port
 	if port == 0 {
 		port = p.HealthPort
 	}
-	spec := p.Health
+	spec := *p.Health
 	if len(p.Names) > 0 {
 		spec.Host = p.Names[0].Name
 	}
