@@ -83,7 +83,8 @@ func (o *options) config() (app.Config, error) {
 		return app.Config{}, fmt.Errorf("--etcd-max-txn-ops: must be at least 1")
 	}
 	// A name's keys change in one transaction: all its addresses replaced
-	// take a delete and a put each.
+	// take a delete and a put each (a claim that changes with them is
+	// written in a transaction before).
 	if 2*o.maxAddresses > o.etcdMaxTxnOps {
 		return app.Config{}, fmt.Errorf("--max-addresses-per-name=%d: a name whose addresses all change is written in one etcd transaction of %d operations, more than --etcd-max-txn-ops=%d; raise etcd's --max-txn-ops and --etcd-max-txn-ops to at least %d, or lower --max-addresses-per-name",
 			o.maxAddresses, 2*o.maxAddresses, o.etcdMaxTxnOps, 2*o.maxAddresses)

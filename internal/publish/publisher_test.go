@@ -403,6 +403,32 @@ func TestAllAddressesOfANameReplaced(t *testing.T) {
 	}
 }
 
+// TestAllAddressesReplacedAsTheClaimChanges: a name whose 64 addresses all
+// change as its claim changes (here: it becomes shared) takes 129 operations,
+// one more than etcd's default --max-txn-ops. The claim is written first, on
+// its own, and the records in the next transaction.
+func TestAllAddressesReplacedAsTheClaimChanges(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	p := startWith(t, c, publish.Config{ClaimPrefix: "/skylb/claims"})
+	const stored = "big.default.example.org"
+	p.Set(stored, publish.Want{Records: addressRecords(stored, "198.51.100", 64)})
+	p.Complete()
+	waitIdle(t, p)
+	records := addressRecords(stored, "198.51.101", 64)
+	p.Set(stored, publish.Want{Records: records, Shared: true})
+	waitIdle(t, p)
+	if diff := cmp.Diff(want(records...), dump(t, c)); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	if claim, ok := claimOf(t, c, stored, owner); !ok || !claim.Shared {
+		t.Errorf("claim = %+v (found: %v), want a shared claim", claim, ok)
+	}
+	if s := p.Stats(); s.Txns != 3 || s.Puts != 128 || s.Deletes != 64 || s.TxnErrors != 0 {
+		t.Errorf("Stats() = %+v, want 3 transactions, 128 puts, 64 deletes and no error", s)
+	}
+}
+
 // refuseOnce is a Guard that refuses the transaction it is asked about at.
 type refuseOnce struct {
 	mu    sync.Mutex

@@ -76,9 +76,26 @@ func (q *queue) popLocked(p *Publisher) (change, bool) {
 		q.names = q.names[1:]
 		if c, ok := p.diffLocked(stored, q.marked[stored]); ok {
 			c.observed = q.since[stored]
+			if c.claimFirst(p.txnOps()) {
+				p.markAgainLocked(stored, c.event, c.observed)
+			}
 			return c, true
 		}
 	}
+}
+
+// claimFirst leaves of c only its claim when the claim and the records would
+// not fit in one transaction of maxOps operations (every address of a name
+// replaced as its claim changes), and reports whether it did: the claim is
+// written first, alone, and the records by the next flush, where the claim
+// is as wanted.
+func (c *change) claimFirst(maxOps int) bool {
+	keys := len(c.puts) + len(c.dels)
+	if c.claimPut == nil || keys == 0 || keys+1 <= maxOps {
+		return false
+	}
+	c.keyChange = keyChange{}
+	return true
 }
 
 // fillLocked returns the next transaction's changes, empty when none is
