@@ -110,6 +110,7 @@ func (p *Publication) Equal(q *Publication) bool {
 		p.Shared == q.Shared && p.ClusterPolicy == q.ClusterPolicy && p.ClusterPriority == q.ClusterPriority
 }
 
+// healthEqual reports whether two health checks are the same; nil is none.
 func healthEqual(a, b *health.Spec) bool {
 	if a == nil || b == nil {
 		return a == b
