@@ -160,6 +160,7 @@ func (o *options) config() (app.Config, error) {
 		DryRun:           o.dryRun,
 		HealthWorkers:    o.healthWorkers,
 		NoEndpointsGrace: o.noEndpointsGrace,
+		EventQPS:         o.events.QPS,
 		StartGCPercent:   startGCPercent(),
 		Zone:             zoneCfg,
 		ReverseZones:     reverse,

@@ -81,6 +81,11 @@ type Config struct {
 	// endpoints before it is warned about (see controller.Config).
 	NoEndpointsGrace time.Duration
 
+	// EventQPS is the rate at which the API client sends Events
+	// (--event-qps); Events beyond what its queue holds at that rate are
+	// dropped and counted (see eventGate). 0 is 10.
+	EventQPS float32
+
 	// StartGCPercent, when above 0, is the collector's GOGC from the start
 	// until the first full pass is in etcd; the previous setting is restored
 	// then. The cold start is when the heap is largest, and at GOGC=100 the
@@ -186,7 +191,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	pubCfg.OnClaim, pubCfg.OnShare = claims.tell, claims.tellShare
 	pub = publish.New(etcd, pubCfg)
 
-	recorder, stopEvents := eventRecorder(ctx, kube)
+	recorder, stopEvents := eventRecorder(ctx, kube, cfg.EventQPS, cfg.Log.WithField("component", "events"))
 	defer stopEvents()
 	ctrlCfg := controller.Config{
 		Source:           cfg.Source,
@@ -214,7 +219,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	}
 	ctrl := controller.New(ctrlCfg, kube, pub, recorder)
 	claims.set(ctrl)
-	register(m, cfg, pub, ctrl, elector, reg)
+	register(m, cfg, pub, ctrl, elector, reg, recorder)
 
 	if cfg.HTTPAddress != "" {
 		srv, err := serveHTTP(cfg.HTTPAddress, m, func() error {
@@ -421,10 +426,16 @@ func once(ctx context.Context, cfg Config, pub *publish.Publisher, ctrl *control
 	return nil
 }
 
-func eventRecorder(ctx context.Context, kube kubeclient.Interface) (record.EventRecorder, func()) {
+// eventRecorder returns the recorder of skylb's Events, sent to the API
+// server at qps behind an eventGate, and what stops it.
+func eventRecorder(ctx context.Context, kube kubeclient.Interface, qps float32, log logrus.FieldLogger) (*eventGate, func()) {
+	if qps <= 0 {
+		qps = 10
+	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(kube.EventSink())
-	return broadcaster.NewRecorder(kubeclient.Scheme, corev1.EventSource{Component: "skylb"}), broadcaster.Shutdown
+	rec := broadcaster.NewRecorder(kubeclient.Scheme, corev1.EventSource{Component: "skylb"})
+	return newEventGate(rec, qps, log), broadcaster.Shutdown
 }
 
 // guardList is the conditions of several Guards together: every write meets
@@ -445,7 +456,7 @@ func (l guardList) Compares() ([]clientv3.Cmp, error) {
 }
 
 // register exposes the components' counters as metrics.
-func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *controller.Controller, el *leader.Elector, reg *registry.Registry) {
+func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *controller.Controller, el *leader.Elector, reg *registry.Registry, events *eventGate) {
 	zones := dnsname.WithReverse(cfg.Source.Zones, cfg.ReverseZones)
 	zoneOf := func(stored string) string {
 		best := ""
@@ -502,6 +513,11 @@ func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *cont
 	m.Gauge("skylb_health_fail_open", "Objects publishing all their addresses because none passes its health check.", func() float64 { return float64(ctrl.FailOpen()) })
 	m.Gauge("skylb_workqueue_depth", "Objects waiting to be synced.", func() float64 { return float64(ctrl.QueueLen()) })
 	m.Counter("skylb_service_status_writes_total", "Service status updates written.", func() float64 { return float64(ctrl.StatusWrites()) })
+	m.Vec("skylb_events_dropped_total", "Events not sent because more came at once than the API server takes at --event-qps, by type.", prometheus.CounterValue,
+		[]string{"type"}, func() map[string]float64 {
+			normal, warning := events.Dropped()
+			return map[string]float64{corev1.EventTypeNormal: float64(normal), corev1.EventTypeWarning: float64(warning)}
+		})
 	m.Gauge("skylb_leader", "1 while this replica leads and writes, 0 otherwise.", func() float64 {
 		if el == nil || el.Leading() {
 			return 1
