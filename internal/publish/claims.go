@@ -29,7 +29,7 @@ type clusterState struct {
 	verdicts            map[string]arbitrate.Decision // stored name -> last decision on its claim, unless a grant (name.granted)
 	pending             []toldDecision                // decisions not yet told to OnClaim
 	// claimValues are the values of this cluster's claim, unshared and
-	// shared (see encodeClaim).
+	// shared (see encodeClaim), encoded once.
 	claimValues [2][]byte
 	// sharings are the last decisions on the shared names, pendingShares
 	// those not yet told to OnShare, and holds the names waiting for their
@@ -154,23 +154,41 @@ func (p *Publisher) splitClaimKey(key string) (stored, owner string, ok bool) {
 // claimFromKV returns the claim a key holds. A value that is not a claim is
 // kept as an unshared one: it still holds the name for its owner, and if the
 // owner is this cluster, the value differs from what it wants and is repaired.
-func claimFromKV(owner string, kv *mvccpb.KeyValue) claimEntry {
-	shared, share := DecodeClaim(owner, kv.Value)
-	return claimEntry{owner: owner, value: kv.Value, shared: shared, share: share, created: kv.CreateRevision, modRev: kv.ModRevision, lease: kv.Lease}
+func (p *Publisher) claimFromKV(owner string, kv *mvccpb.KeyValue) claimEntry {
+	value := kv.Value
+	if owner == p.cfg.Owner && bytes.Equal(value, p.claimValues[0]) {
+		value = p.claimValues[0] // one copy for every name, not one each
+	}
+	shared, share := p.decodeClaim(owner, value)
+	return claimEntry{owner: owner, value: value, shared: shared, share: share, created: kv.CreateRevision, modRev: kv.ModRevision, lease: kv.Lease}
+}
+
+// decodeClaim is DecodeClaim, but for the value of this cluster's unshared
+// claim, the most common by far, which it knows without decoding it.
+func (p *Publisher) decodeClaim(owner string, value []byte) (shared bool, share *arbitrate.Member) {
+	if owner == p.cfg.Owner && bytes.Equal(value, p.claimValues[0]) {
+		return false, nil
+	}
+	return DecodeClaim(owner, value)
+}
+
+// ownClaimValues returns the values of owner's claim, unshared and shared.
+func ownClaimValues(owner string) [2][]byte {
+	var out [2][]byte
+	for i, shared := range []bool{false, true} {
+		out[i], _ = json.Marshal(claimValue{Owner: owner, Shared: shared})
+	}
+	return out
 }
 
 // encodeClaim returns the value of this cluster's claim. There are two, so
 // they are encoded once and shared by every name: callers must not modify
 // them.
 func (p *Publisher) encodeClaim(shared bool) []byte {
-	i := 0
 	if shared {
-		i = 1
+		return p.claimValues[1]
 	}
-	if p.claimValues[i] == nil {
-		p.claimValues[i], _ = json.Marshal(claimValue{Owner: p.cfg.Owner, Shared: shared})
-	}
-	return p.claimValues[i]
+	return p.claimValues[0]
 }
 
 // putClaimLocked records a claim in the view, replacing the owner's previous one.
@@ -378,7 +396,7 @@ func (p *Publisher) loadClaims(ctx context.Context, rev int64) (map[string][]cla
 			return
 		}
 		// Keys come in order, so the owners of a name are sorted.
-		claims[stored] = append(claims[stored], claimFromKV(owner, kv))
+		claims[stored] = append(claims[stored], p.claimFromKV(owner, kv))
 	})
 	return claims, err
 }
@@ -399,7 +417,7 @@ func (p *Publisher) applyClaims(events []*clientv3.Event, rev int64) {
 			}
 		}
 		if ev.Type == mvccpb.PUT {
-			p.putClaimLocked(stored, claimFromKV(owner, ev.Kv))
+			p.putClaimLocked(stored, p.claimFromKV(owner, ev.Kv))
 		} else {
 			p.removeClaimLocked(stored, owner)
 		}

@@ -322,6 +322,7 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 	if cfg.ClaimPrefix != "" {
 		p.claimDir = trimSlash(cfg.ClaimPrefix) + "/"
 	}
+	p.claimValues = ownClaimValues(cfg.Owner)
 	for i := range p.leaseWake {
 		p.leaseWake[i] = make(chan struct{}, 1)
 	}
@@ -983,7 +984,7 @@ func (p *Publisher) committedLocked(batch []change, rev int64) {
 			if own := p.ownClaimLocked(c.name); own != nil {
 				created = own.created
 			}
-			shared, share := DecodeClaim(p.cfg.Owner, c.claimPut)
+			shared, share := p.decodeClaim(p.cfg.Owner, c.claimPut)
 			p.putClaimLocked(c.name, claimEntry{owner: p.cfg.Owner, value: c.claimPut, shared: shared, share: share, created: created, modRev: rev, lease: c.lease})
 		case c.claimDel:
 			p.removeClaimLocked(c.name, p.cfg.Owner)
