@@ -701,19 +701,22 @@ const loadedWait = 2 * time.Second
 // the records etcd held at start, by object, in the first pass (see
 // Publisher.Loaded), nil in the others.
 func (c *Controller) decideAll(keys []string, loaded map[string]uint64) (outcome, error) {
-	// About one probe, one Event and one name or more for each object.
+	// About one probe and one Event for each object.
 	out := outcome{
-		records: make([]wanted, 0, len(keys)),
-		events:  make([]event, 0, len(keys)),
-		probes:  make([]probe, 0, len(keys)),
+		events: make([]event, 0, len(keys)),
+		probes: make([]probe, 0, len(keys)),
 	}
 	groups := make(map[string]time.Time) // group -> the earliest change observed in it
+	names := 0                           // the names the objects publish, SRV names included
 	for _, key := range keys {
 		start := time.Now()
 		observed := c.observed.take(key)
 		pub, svc, err := c.publication(key)
 		if err != nil {
 			return outcome{}, fmt.Errorf("sync %s: %w", key, err)
+		}
+		if pub != nil {
+			names += len(pub.Names) * (1 + len(pub.Ports))
 		}
 		c.checkHealth(&out, key, pub)
 		c.mu.Lock()
@@ -728,6 +731,9 @@ func (c *Controller) decideAll(keys []string, loaded map[string]uint64) (outcome
 			c.cfg.ObserveReconcile(time.Since(start))
 		}
 	}
+	// Room for every name at once: grown group by group, the slice would be
+	// copied a dozen times over on a cold start.
+	out.records = slices.Grow(out.records, names)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out.seq = c.order.begin()
