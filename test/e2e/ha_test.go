@@ -114,6 +114,7 @@ func TestHighAvailability(t *testing.T) {
 			"skylb_reconcile_duration_seconds_count", "skylb_etcd_transactions_total",
 			`skylb_etcd_keys_written_total{operation="put"}`, "skylb_workqueue_depth",
 			"skylb_hostname_conflicts", "skylb_leader", "skylb_etcd_reachable",
+			`skylb_events_dropped_total{type="Normal"}`, `skylb_events_dropped_total{type="Warning"}`,
 		} {
 			if _, ok := m[name]; !ok {
 				t.Errorf("metric %s missing from the leader's /metrics", name)
