@@ -155,21 +155,27 @@ func (p *Publisher) splitClaimKey(key string) (stored, owner string, ok bool) {
 // kept as an unshared one: it still holds the name for its owner, and if the
 // owner is this cluster, the value differs from what it wants and is repaired.
 func (p *Publisher) claimFromKV(owner string, kv *mvccpb.KeyValue) claimEntry {
-	value := kv.Value
-	if owner == p.cfg.Owner && bytes.Equal(value, p.claimValues[0]) {
-		value = p.claimValues[0] // one copy for every name, not one each
+	e := claimEntry{owner: owner, value: kv.Value, created: kv.CreateRevision, modRev: kv.ModRevision, lease: kv.Lease}
+	if p.ownUnshared(owner, kv.Value) {
+		e.value = p.claimValues[0] // one copy for every name, not one each
+	} else {
+		e.shared, e.share = DecodeClaim(owner, kv.Value)
 	}
-	shared, share := p.decodeClaim(owner, value)
-	return claimEntry{owner: owner, value: value, shared: shared, share: share, created: kv.CreateRevision, modRev: kv.ModRevision, lease: kv.Lease}
+	return e
 }
 
 // decodeClaim is DecodeClaim, but for the value of this cluster's unshared
 // claim, the most common by far, which it knows without decoding it.
 func (p *Publisher) decodeClaim(owner string, value []byte) (shared bool, share *arbitrate.Member) {
-	if owner == p.cfg.Owner && bytes.Equal(value, p.claimValues[0]) {
+	if p.ownUnshared(owner, value) {
 		return false, nil
 	}
 	return DecodeClaim(owner, value)
+}
+
+// ownUnshared reports whether owner's claim value is this cluster's unshared one.
+func (p *Publisher) ownUnshared(owner string, value []byte) bool {
+	return owner == p.cfg.Owner && bytes.Equal(value, p.claimValues[0])
 }
 
 // ownClaimValues returns the values of owner's claim, unshared and shared.
