@@ -88,8 +88,9 @@ type Config struct {
 
 	// StartGCPercent, when above 0, is the collector's GOGC from the start
 	// until the first full pass is in etcd; the previous setting is restored
-	// then. The cold start is when the heap is largest, and at GOGC=100 the
-	// heap grows to twice what is live before the collector runs.
+	// then, and the memory the cold start freed is returned to the system.
+	// The cold start is when the heap is largest, and at GOGC=100 the heap
+	// grows to twice what is live before the collector runs.
 	// DefaultStartGCPercent is the usual value.
 	StartGCPercent int
 
@@ -239,8 +240,15 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	if cfg.StartGCPercent > 0 {
 		prev := debug.SetGCPercent(cfg.StartGCPercent)
 		g.Go(func() error {
-			defer debug.SetGCPercent(prev)
 			firstPass(ctx, pub, ctrl, elector == nil)
+			debug.SetGCPercent(prev)
+			if ctx.Err() == nil {
+				// The cold start's garbage is gone, and the pages it
+				// took stay with the process unless returned now:
+				// at the usual setting the runtime keeps up to twice
+				// what is live.
+				debug.FreeOSMemory()
+			}
 			return nil
 		})
 	}
