@@ -19,9 +19,9 @@
 #   --keep      keep the stack's logs
 #   --skylb-flag=--kube-api-qps=5   a flag skylb runs with (repeatable)
 #   --status-services N   Services whose status writes are timed (default 1000)
-#   --strict    exit 1 when an invariant breaks (a restart writes keys, one
-#               change writes keys of other names, idle range reads); slow
-#               timings never fail the run
+#   --strict    exit 1 when an invariant breaks (a restart or a full
+#               reconciliation writes keys, one change writes keys of other
+#               names, idle range reads); slow timings never fail the run
 #   --scale 1000,10000,30000   the scale run instead: at each number of
 #               Services (100 and 20 Ingresses per namespace, the cluster grown
 #               from one size to the next), skylb's and external-dns's cold

@@ -22,6 +22,7 @@ type results struct {
 	Restart     *restartResult `json:"restart,omitempty"`
 	OneChange   *oneChange     `json:"one_change_at_scale,omitempty"`
 	Idle        *idleResult    `json:"idle,omitempty"`
+	Resync      *resyncResult  `json:"resync,omitempty"`
 	DNSRate     *dnsRate       `json:"dns_rate,omitempty"`
 	Status      *statusResult  `json:"status_at_scale,omitempty"`
 	// ExternalDNS is external-dns measured on the same stack and objects.
@@ -263,6 +264,9 @@ func (r *results) checkTargets() {
 	if i := r.Idle; i != nil {
 		invariant("idle, range reads of the prefix", "0", fmt.Sprintf("%.0f", i.GRPC["Range"]), i.GRPC["Range"] == 0, i.Seconds > 0)
 	}
+	if x := r.Resync; x != nil {
+		invariant("full reconciliation over a converged state, keys written", "0", fmt.Sprintf("%.0f", x.KeysWritten), x.KeysWritten == 0, x.Passes > 0)
+	}
 }
 
 // markdown renders the results as the table of scripts/README.md: skylb's
@@ -330,6 +334,10 @@ func (r *results) markdown() string {
 	if s := r.Status; s != nil {
 		row(f("**Status at install**: %d Services skylb implements, created while it was stopped: last status written, after process start (after caches synced)", s.Services),
 			f("%.2f s (%.2f s, %.0f Services/s)", s.AfterStartSeconds, s.AfterSyncSeconds, s.PerSecond), "")
+		if s.RSSAfterMiB > 0 {
+			row(f("&nbsp;&nbsp;skylb's memory once those %d Services are deleted again and their records removed: RSS (Go heap in use); that process's peak RSS", s.Services),
+				f("%.1f MiB (%.1f MiB); %.1f MiB", s.RSSAfterMiB, s.HeapInuseAfterMiB, s.PeakRSSMiB), "")
+		}
 	}
 	if o := r.OneChange; o != nil {
 		row(f("**One change at scale** (%d changes of one Service among %d): keys written per change", o.Changes, r.Scale.Services), f("%d (%d outside the name)", o.KeysPerChange, o.Outside), "that name's only")
@@ -372,6 +380,12 @@ func (r *results) markdown() string {
 		} else {
 			row("&nbsp;&nbsp;other etcd requests; skylb CPU", other(i), "")
 		}
+	}
+	if x := r.Resync; x != nil {
+		row(f("**Full reconciliation** of the large cluster (`--resync-interval=%.0fs`, %.0f s): passes; CPU per pass; keys written", x.IntervalSeconds, x.WindowSeconds),
+			f("%d; %.2f s; %.0f", x.Passes, x.CPUPerPassSeconds, x.KeysWritten), "0 keys")
+		row("&nbsp;&nbsp;skylb's RSS once ready → after the passes (Go heap in use); the process's peak RSS",
+			f("%.1f → %.1f MiB (%.1f MiB); %.1f MiB", x.RSSReadyMiB, x.RSSMiB, x.HeapInuseMiB, x.PeakRSSMiB), "")
 	}
 	if d := r.DNSRate; d != nil {
 		row(f("**DNS answers/s**, %d-record zone, CoreDNS with the standard Corefile (cache %d s)", d.Records, d.CacheTTL), f("%.0f /s (p50 %.0f µs, p99 %.0f µs)", d.Cached.QPS, d.Cached.P50Micros, d.Cached.P99Micros), "")

@@ -26,6 +26,12 @@ type statusResult struct {
 	// PerSecond is the Services whose status was written per second after
 	// the caches synced.
 	PerSecond float64 `json:"per_second"`
+	// RSSAfterMiB and HeapInuseAfterMiB are skylb's once the Services are
+	// deleted again and their records removed: its memory after a start
+	// and some churn, where the peak is its cold start's.
+	RSSAfterMiB       float64 `json:"rss_after_mib"`
+	HeapInuseAfterMiB float64 `json:"heap_inuse_after_mib"`
+	PeakRSSMiB        float64 `json:"peak_rss_mib"`
 }
 
 // statusAtScale stops skylb, creates Services it implements, each with a
@@ -83,7 +89,18 @@ func (b *bench) statusAtScale(ctx context.Context, res *results) error {
 	if err := b.kube.DiscoveryV1().EndpointSlices(statusNS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		return err
 	}
-	return b.waitNoRecords(ctx, "/skydns/org/example/"+statusNS+"/", time.Minute)
+	if err := b.waitNoRecords(ctx, "/skydns/org/example/"+statusNS+"/", time.Minute); err != nil {
+		return err
+	}
+	time.Sleep(time.Second)
+	u, m, err := b.skylbUsage(ctx)
+	if err != nil {
+		return err
+	}
+	r.RSSAfterMiB, r.PeakRSSMiB = mib(u.RSS), mib(u.PeakRSS)
+	r.HeapInuseAfterMiB = m.sum("go_memstats_heap_inuse_bytes", nil) / (1 << 20)
+	logf("status: skylb's RSS %.1f MiB (heap in use %.1f MiB, peak RSS %.1f MiB) once the %d Services are deleted", r.RSSAfterMiB, r.HeapInuseAfterMiB, r.PeakRSSMiB, n)
+	return nil
 }
 
 // waitStatus waits until n Services of statusNS have a status, polling every
