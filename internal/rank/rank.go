@@ -105,8 +105,14 @@ func GroupOf(n dnsname.Placed) string {
 	if n.Apex() {
 		return n.Zone
 	}
-	rest := strings.TrimSuffix(n.Name, "."+n.Zone)
-	return rest[strings.LastIndexByte(rest, '.')+1:] + "." + n.Zone
+	end := len(n.Name) - len(n.Zone) - 1
+	if end <= 0 || n.Name[end] != '.' || n.Name[end+1:] != n.Zone {
+		// Not a name of the zone: its last label before the zone's.
+		rest := strings.TrimSuffix(n.Name, "."+n.Zone)
+		return rest[strings.LastIndexByte(rest, '.')+1:] + "." + n.Zone
+	}
+	// A suffix of the name, which allocates nothing.
+	return n.Name[strings.LastIndexByte(n.Name[:end], '.')+1:]
 }
 
 // StoredName returns the name under which the records of n are stored.
@@ -203,16 +209,21 @@ func compareClaims(a, b claim) int {
 // Resolve grants the claims of a group and computes the records of its
 // names; the PTR records of their addresses come from Reverse.
 func (x *Index) Resolve(group string) Result {
+	members := x.members[group]
 	res := Result{
-		Records: make(map[string][]skydns.Record), Problems: make(map[string][]source.Problem),
-		Granted: make(map[string][]string), Shared: make(map[string]bool), Clusters: make(map[string]Cluster),
+		Records: make(map[string][]skydns.Record, len(x.published[group])), Problems: make(map[string][]source.Problem),
+		Granted: make(map[string][]string, len(members)), Shared: make(map[string]bool), Clusters: make(map[string]Cluster),
 	}
 	for _, name := range x.published[group] {
 		res.Records[name] = nil
 	}
 
-	var claims []claim
-	for src := range x.members[group] {
+	n := 0
+	for src := range members {
+		n += len(x.pubs[src].Names)
+	}
+	claims := make([]claim, 0, n)
+	for src := range members {
 		pub := x.pubs[src]
 		objName := src[strings.LastIndexByte(src, '/')+1:]
 		for _, n := range pub.Names {
@@ -223,10 +234,10 @@ func (x *Index) Resolve(group string) Result {
 	}
 	slices.SortFunc(claims, compareClaims)
 
-	holder := make(map[string]string)    // name -> namespace holding it
-	beneath := make(map[string][]string) // name -> namespaces holding names beneath it
-	granted := make(map[string][]claim)  // stored name -> granted claims, best first
-	var order []string                   // stored names in order of their first grant
+	holder := make(map[string]string, len(claims))   // name -> namespace holding it
+	beneath := make(map[string][]string)             // name -> namespaces holding names beneath it
+	granted := make(map[string][]claim, len(claims)) // stored name -> granted claims, best first
+	order := make([]string, 0, len(claims))          // stored names in order of their first grant
 	for _, c := range claims {
 		if other, related := conflict(c, holder, beneath); other != "" {
 			res.Problems[c.pub.Source] = append(res.Problems[c.pub.Source], source.Problem{
@@ -329,19 +340,25 @@ func ancestors(n dnsname.Placed) []string {
 // the smallest TTL among its claims, since an RRset has one TTL.
 func records(stored string, claims []claim, maxAddrs int, problems map[string][]source.Problem) []skydns.Record {
 	ttl := claims[0].pub.TTL
-	sources := make(map[netip.Addr]string)
-	var addrs []netip.Addr
-	for _, c := range claims {
-		ttl = min(ttl, c.pub.TTL)
-		for _, a := range c.pub.Addresses {
-			if _, ok := sources[a]; !ok {
-				sources[a] = c.pub.Source
-				addrs = append(addrs, a)
+	// The addresses of one claim are its publication's, sorted and unique
+	// already; those of several are merged, each from its first claim.
+	addrs := claims[0].pub.Addresses
+	var sources map[netip.Addr]string
+	if len(claims) > 1 {
+		sources = make(map[netip.Addr]string)
+		addrs = nil
+		for _, c := range claims {
+			ttl = min(ttl, c.pub.TTL)
+			for _, a := range c.pub.Addresses {
+				if _, ok := sources[a]; !ok {
+					sources[a] = c.pub.Source
+					addrs = append(addrs, a)
+				}
 			}
 		}
+		slices.SortFunc(addrs, func(a, b netip.Addr) int { return a.Compare(b) })
 	}
 	if len(addrs) > 0 {
-		slices.SortFunc(addrs, func(a, b netip.Addr) int { return a.Compare(b) })
 		if len(addrs) > maxAddrs {
 			for _, c := range claims {
 				addProblem(problems, c.pub.Source, source.Problem{
@@ -354,7 +371,11 @@ func records(stored string, claims []claim, maxAddrs int, problems map[string][]
 		}
 		out := make([]skydns.Record, len(addrs))
 		for i, a := range addrs {
-			out[i] = skydns.Record{Name: stored, Host: a.String(), TTL: ttl, Source: sources[a]}
+			src := claims[0].pub.Source
+			if sources != nil {
+				src = sources[a]
+			}
+			out[i] = skydns.Record{Name: stored, Host: a.String(), TTL: ttl, Source: src}
 		}
 		for _, c := range claims {
 			if len(c.pub.Targets) > 0 {
