@@ -161,7 +161,7 @@ func (o *options) config() (app.Config, error) {
 		HealthWorkers:    o.healthWorkers,
 		NoEndpointsGrace: o.noEndpointsGrace,
 		EventQPS:         o.events.QPS,
-		GCPercent:        gcPercent(),
+		StartGCPercent:   startGCPercent(),
 		Zone:             zoneCfg,
 		ReverseZones:     reverse,
 		Once:             o.once,
@@ -177,13 +177,14 @@ func (o *options) config() (app.Config, error) {
 	}, nil
 }
 
-// gcPercent is the collector's GOGC (see app.Config.GCPercent), unless GOGC
-// is set: it keeps the heap near what is live, for more collections.
-func gcPercent() int {
+// startGCPercent is the collector's GOGC during the cold start (see
+// app.Config.StartGCPercent), unless GOGC is set: it keeps the peak heap
+// near what is live, for a few more collections while the caches fill.
+func startGCPercent() int {
 	if os.Getenv("GOGC") != "" {
 		return 0
 	}
-	return app.DefaultGCPercent
+	return app.DefaultStartGCPercent
 }
 
 func newLogger(level, format string) (*logrus.Logger, error) {

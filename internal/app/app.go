@@ -86,14 +86,13 @@ type Config struct {
 	// dropped and counted (see eventGate). 0 is 10.
 	EventQPS float32
 
-	// GCPercent, when above 0, is the collector's GOGC while Run runs (the
-	// previous setting is restored when it returns); DefaultGCPercent is the
-	// usual value. At GOGC=100 the heap grows to twice what is live before
-	// the collector runs, and a process keeps the pages of its largest heap:
-	// the cold start's, then those of every full reconciliation. Once the
-	// first full pass is in etcd, the memory the cold start freed is returned
-	// to the system.
-	GCPercent int
+	// StartGCPercent, when above 0, is the collector's GOGC from the start
+	// until the first full pass is in etcd; the previous setting is restored
+	// then, and the memory the cold start freed is returned to the system.
+	// The cold start is when the heap is largest, and at GOGC=100 the heap
+	// grows to twice what is live before the collector runs.
+	// DefaultStartGCPercent is the usual value.
+	StartGCPercent int
 
 	// Zone configures the records skylb keeps for the zones themselves (their
 	// nameservers and the apex guard); nil keeps none.
@@ -116,12 +115,10 @@ type Config struct {
 	Log logrus.FieldLogger
 }
 
-// DefaultGCPercent is the collector's usual GOGC. At 10,000 Services and
-// 2,000 Ingresses, against GOGC=100: the cold start's peak RSS about 100 MiB
-// instead of 164-173 MiB for about 1.5 s more CPU time, and after three full
-// reconciliations 107 MiB instead of 142 MiB for 0.29 s of CPU per pass
-// instead of 0.26 s (scripts/README.md).
-const DefaultGCPercent = 25
+// DefaultStartGCPercent is the GOGC of the cold start: at 10,000 Services
+// and 2,000 Ingresses it takes the peak RSS from 164-173 MiB to about 127 MiB,
+// for about 1.5 s more CPU time spent collecting.
+const DefaultStartGCPercent = 25
 
 // Clients are the API clients skylb reads from.
 type Clients struct {
@@ -240,18 +237,21 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	}
 
 	g, ctx := errgroup.WithContext(ctx)
-	if cfg.GCPercent > 0 {
-		defer debug.SetGCPercent(debug.SetGCPercent(cfg.GCPercent))
+	if cfg.StartGCPercent > 0 {
+		prev := debug.SetGCPercent(cfg.StartGCPercent)
+		g.Go(func() error {
+			firstPass(ctx, pub, ctrl, elector == nil)
+			debug.SetGCPercent(prev)
+			if ctx.Err() == nil {
+				// The cold start's garbage is gone, and the pages it
+				// took stay with the process unless returned now:
+				// at the usual setting the runtime keeps up to twice
+				// what is live.
+				debug.FreeOSMemory()
+			}
+			return nil
+		})
 	}
-	g.Go(func() error {
-		if firstPass(ctx, pub, ctrl, elector == nil) {
-			// The cold start's garbage is collected and its pages
-			// returned: the runtime would otherwise keep them for
-			// a heap that large again.
-			debug.FreeOSMemory()
-		}
-		return nil
-	})
 	g.Go(func() error {
 		pub.Run(ctx)
 		return nil
@@ -365,15 +365,13 @@ func notReady(clients Clients, pub *publish.Publisher, ctrl *controller.Controll
 // firstPass returns once the first full pass is in etcd, or when it is not
 // coming soon: ctx ends, a minute has passed (etcd is unreachable), or the
 // caches have synced on a replica that does not write (writing is not
-// active) and so holds no writes back. It returns false when ctx ended or
-// the minute passed.
-func firstPass(ctx context.Context, pub *publish.Publisher, ctrl *controller.Controller, writes bool) bool {
+// active) and so holds no writes back.
+func firstPass(ctx context.Context, pub *publish.Publisher, ctrl *controller.Controller, writes bool) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if waitReady(ctx, ctrl) == nil && writes {
 		pub.WaitIdle(ctx)
 	}
-	return ctx.Err() == nil
 }
 
 // waitReady returns once the controller's caches have synced, or ctx's error.

@@ -100,7 +100,7 @@ func TestProfileColdStart(t *testing.T) {
 		},
 		Prefix: "/skydns", Owner: "default", ClaimPrefix: "/skylb/claims",
 		ResyncInterval: 5 * time.Minute, EtcdTimeout: 5 * time.Second,
-		HealthWorkers: 32, GCPercent: app.DefaultGCPercent, Log: log,
+		HealthWorkers: 32, StartGCPercent: app.DefaultStartGCPercent, Log: log,
 	}
 	if n := os.Getenv("SKYLB_PROFILE_MAX_TXN_OPS"); n != "" {
 		if cfg.EtcdMaxTxnOps, err = strconv.Atoi(n); err != nil {
