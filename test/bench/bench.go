@@ -232,6 +232,16 @@ func (b *bench) skylbMetrics(ctx context.Context) (scrape, error) {
 	return fetchMetrics(ctx, b.skylbURL("/metrics"))
 }
 
+// skylbUsage reads skylb's /proc figures and its metrics.
+func (b *bench) skylbUsage(ctx context.Context) (procUsage, scrape, error) {
+	u, err := readProc(b.skylb.PID())
+	if err != nil {
+		return u, nil, err
+	}
+	m, err := b.skylbMetrics(ctx)
+	return u, m, err
+}
+
 func (b *bench) etcdMetrics(ctx context.Context) (scrape, error) {
 	if b.st.EtcdMetricsURL == "" {
 		return nil, errors.New("the stack's etcd has no metrics listener")

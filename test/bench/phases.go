@@ -298,19 +298,15 @@ func (b *bench) skylbColdStart(ctx context.Context, c *coldStart) error {
 	time.Sleep(time.Second)
 	anon, file := stopRSS()
 	c.PeakAnonMiB, c.PeakFileMiB = mib(anon), mib(file)
-	u, err := readProc(b.skylb.PID())
+	u, m, err := b.skylbUsage(ctx)
 	if err != nil {
 		return err
 	}
 	c.PeakRSSMiB, c.RSSMiB, c.RSSFileMiB, c.CPUSeconds = mib(u.PeakRSS), mib(u.RSS), mib(u.File), u.CPU
-	m, err := b.skylbMetrics(ctx)
-	if err != nil {
-		return err
-	}
 	c.Txns = m.sum("skylb_etcd_transactions_total", nil)
 	c.KeysWritten = m.sum("skylb_etcd_keys_written_total", map[string]string{"operation": "put"})
-	c.HeapInuseMiB = m.sum("go_memstats_heap_inuse_bytes", nil) / (1 << 20)
 	c.Memory = readGoMemory(m)
+	c.HeapInuseMiB = c.Memory.HeapInuse
 	return nil
 }
 

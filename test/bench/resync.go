@@ -73,7 +73,7 @@ func (b *bench) resync(ctx context.Context, res *results) error {
 		KeysWritten:     m1.sum("skylb_etcd_keys_written_total", nil) - m0.sum("skylb_etcd_keys_written_total", nil),
 		RSSReadyMiB:     mib(u0.RSS),
 		RSSMiB:          mib(u1.RSS),
-		HeapInuseMiB:    m1.sum("go_memstats_heap_inuse_bytes", nil) / (1 << 20),
+		HeapInuseMiB:    readGoMemory(m1).HeapInuse,
 		PeakRSSMiB:      mib(u1.PeakRSS),
 	}
 	if objects := res.ColdStart.Objects; objects > 0 {
@@ -87,14 +87,4 @@ func (b *bench) resync(ctx context.Context, res *results) error {
 	logf("resync: %d full passes in %.0fs (%.0f reconciles), %.2fs CPU each, %.0f keys written; RSS %.1f MiB once ready, %.1f MiB after (heap in use %.1f MiB), peak %.1f MiB",
 		r.Passes, r.WindowSeconds, r.Reconciles, r.CPUPerPassSeconds, r.KeysWritten, r.RSSReadyMiB, r.RSSMiB, r.HeapInuseMiB, r.PeakRSSMiB)
 	return b.restartSkylb(ctx)
-}
-
-// skylbUsage reads skylb's /proc figures and its metrics.
-func (b *bench) skylbUsage(ctx context.Context) (procUsage, scrape, error) {
-	u, err := readProc(b.skylb.PID())
-	if err != nil {
-		return u, nil, err
-	}
-	m, err := b.skylbMetrics(ctx)
-	return u, m, err
 }

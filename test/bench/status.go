@@ -98,7 +98,7 @@ func (b *bench) statusAtScale(ctx context.Context, res *results) error {
 		return err
 	}
 	r.RSSAfterMiB, r.PeakRSSMiB = mib(u.RSS), mib(u.PeakRSS)
-	r.HeapInuseAfterMiB = m.sum("go_memstats_heap_inuse_bytes", nil) / (1 << 20)
+	r.HeapInuseAfterMiB = readGoMemory(m).HeapInuse
 	logf("status: skylb's RSS %.1f MiB (heap in use %.1f MiB, peak RSS %.1f MiB) once the %d Services are deleted", r.RSSAfterMiB, r.HeapInuseAfterMiB, r.PeakRSSMiB, n)
 	return nil
 }
