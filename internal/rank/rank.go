@@ -218,11 +218,11 @@ func (x *Index) Resolve(group string) Result {
 		res.Records[name] = nil
 	}
 
-	n := 0
+	size := 0
 	for src := range members {
-		n += len(x.pubs[src].Names)
+		size += len(x.pubs[src].Names)
 	}
-	claims := make([]claim, 0, n)
+	claims := make([]claim, 0, size)
 	for src := range members {
 		pub := x.pubs[src]
 		objName := src[strings.LastIndexByte(src, '/')+1:]
