@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/skylb/skylb/internal/app"
 	"github.com/skylb/skylb/internal/etcdclient"
 	"github.com/skylb/skylb/internal/kubeclient"
 	"github.com/skylb/skylb/internal/leader"
@@ -78,7 +79,7 @@ func flags(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means in-cluster, then $KUBECONFIG, then ~/.kube/config")
 	fs.Float32Var(&o.kubeAPI.QPS, "kube-api-qps", 50, "requests per second to the Kubernetes API server, on average, for each API group (Service status writes, the leader's Lease); Events have their own limit")
 	fs.IntVar(&o.kubeAPI.Burst, "kube-api-burst", 100, "requests to the Kubernetes API server at once, above --kube-api-qps")
-	fs.Float32Var(&o.events.QPS, "event-qps", 10, "Events sent per second, on average; what the queue cannot hold is dropped")
+	fs.Float32Var(&o.events.QPS, "event-qps", app.DefaultEventQPS, "Events sent per second, on average; what the queue cannot hold is dropped")
 	fs.IntVar(&o.events.Burst, "event-burst", 25, "Events sent at once, above --event-qps")
 	fs.StringArrayVar(&o.zones, "zone", nil, "DNS zone served, e.g. example.org; repeatable; the first holds generated names (required)")
 	fs.StringSliceVar(&o.etcd.Endpoints, "etcd-endpoints", []string{"https://127.0.0.1:2379"}, "etcd endpoints, comma-separated")

@@ -83,7 +83,7 @@ type Config struct {
 
 	// EventQPS is the rate at which the API client sends Events
 	// (--event-qps); Events beyond what its queue holds at that rate are
-	// dropped and counted (see eventGate). 0 is 10.
+	// dropped and counted (see eventGate). 0 is DefaultEventQPS.
 	EventQPS float32
 
 	// StartGCPercent, when above 0, is the collector's GOGC from the start
@@ -114,6 +114,9 @@ type Config struct {
 
 	Log logrus.FieldLogger
 }
+
+// DefaultEventQPS is the usual rate of Events, --event-qps's default.
+const DefaultEventQPS = 10
 
 // DefaultStartGCPercent is the GOGC of the cold start: at 10,000 Services
 // and 2,000 Ingresses it takes the peak RSS from 164-173 MiB to about 127 MiB,
@@ -438,7 +441,7 @@ func once(ctx context.Context, cfg Config, pub *publish.Publisher, ctrl *control
 // server at qps behind an eventGate, and what stops it.
 func eventRecorder(ctx context.Context, kube kubeclient.Interface, qps float32, log logrus.FieldLogger) (*eventGate, func()) {
 	if qps <= 0 {
-		qps = 10
+		qps = DefaultEventQPS
 	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(kube.EventSink())
