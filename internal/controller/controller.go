@@ -1041,7 +1041,7 @@ func (c *Controller) tellPublishedLocked(out *outcome, src string, pub *source.P
 		// Told by the skylb that published it, before this one started.
 		return
 	}
-	out.event(&pub.Ref, corev1.EventTypeNormal, "Published", msg)
+	out.event(pub.Ref(), corev1.EventTypeNormal, "Published", msg)
 }
 
 // FailOpen returns the number of objects publishing all their addresses
@@ -1073,7 +1073,7 @@ func (c *Controller) reportLocked(out *outcome, src string) {
 	}
 	for _, p := range current {
 		if !slices.Contains(c.reported[src], p) {
-			out.event(&pub.Ref, corev1.EventTypeWarning, p.Reason, p.Message)
+			out.event(pub.Ref(), corev1.EventTypeWarning, p.Reason, p.Message)
 			c.cfg.Log.WithFields(logrus.Fields{"object": src, "reason": p.Reason}).Warn(p.Message)
 		}
 	}

@@ -113,7 +113,7 @@ func (c *Controller) healthChanged(ch health.Change) {
 		pub := c.index.Publication(src)
 		c.mu.Unlock()
 		if pub != nil {
-			out.event(&pub.Ref, kind, reason, "address "+ch.Target.String()+" "+verb)
+			out.event(pub.Ref(), kind, reason, "address "+ch.Target.String()+" "+verb)
 		}
 		out.requeue = append(out.requeue, requeue{key: src})
 	}

@@ -57,10 +57,10 @@ type Cluster struct {
 // claims, and adds a problem to each of them when they name different
 // policies.
 func clusterOf(claims []claim, problems map[string][]source.Problem) Cluster {
-	c := Cluster{Policy: claims[0].pub.ClusterPolicy, Priority: claims[0].pub.ClusterPriority}
+	c := Cluster{Policy: claims[0].pub.ClusterPolicy, Priority: int(claims[0].pub.ClusterPriority)}
 	disagree := false
 	for _, cl := range claims {
-		c.Priority = min(c.Priority, cl.pub.ClusterPriority)
+		c.Priority = min(c.Priority, int(cl.pub.ClusterPriority))
 		c.Healthy = c.Healthy || !cl.pub.Unhealthy
 		disagree = disagree || cl.pub.ClusterPolicy != c.Policy
 	}

@@ -1017,7 +1017,7 @@ func TestClusters(t *testing.T) {
 			x := NewIndex(0)
 			for i, o := range tt.objs {
 				p := pub(o.src, i, names("www.shop.example.org"), addrs(fmt.Sprintf("192.0.2.%d", i+1)), func(p *source.Publication) {
-					p.Shared, p.ClusterPolicy, p.ClusterPriority, p.Unhealthy = true, o.policy, o.priority, o.unhealthy
+					p.Shared, p.ClusterPolicy, p.ClusterPriority, p.Unhealthy = true, o.policy, int32(o.priority), o.unhealthy
 					p.Ports = []source.Port{{Name: "http", Protocol: "tcp", Number: 80}}
 				})
 				x.Update(p.Source, p)

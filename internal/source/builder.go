@@ -138,7 +138,7 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 	implemented := b.Implements(svc)
 	p.Mode = b.mode(p, svc, implemented)
 	if len(svc.Spec.Ports) > 0 {
-		p.HealthPort = int(svc.Spec.Ports[0].Port)
+		p.HealthPort = svc.Spec.Ports[0].Port
 	}
 	switch p.Mode {
 	case ModeStatus:
@@ -153,7 +153,7 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 		} else {
 			p.Addresses = b.podAddresses(eps)
 			if port := b.targetPort(svc); port != 0 {
-				p.HealthPort = port
+				p.HealthPort = int32(port)
 			}
 		}
 		p.Addresses = keepFamilies(p.Addresses, svc.Spec.IPFamilies)
@@ -187,9 +187,7 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 // servicePublication returns a Service's publication with its names: the
 // generated ones first, then those of its annotations.
 func (b *Builder) servicePublication(svc *corev1.Service) *Publication {
-	p := b.newPublication(KindService, &svc.ObjectMeta, corev1.ObjectReference{
-		Kind: "Service", APIVersion: "v1", Namespace: svc.Namespace, Name: svc.Name, UID: svc.UID,
-	})
+	p := b.newPublication(KindService, &svc.ObjectMeta)
 	zone := b.cfg.Zones[0]
 	if b.cfg.ClusterLabel != "" {
 		zone = b.cfg.ClusterLabel + "." + zone
@@ -208,9 +206,7 @@ func ptrTo[T any](v T) *T { return &v }
 // Ingress returns the publication of an Ingress: its rule and TLS hosts, and
 // the names in its hostname annotations.
 func (b *Builder) Ingress(ing *networkingv1.Ingress) *Publication {
-	p := b.newPublication(KindIngress, &ing.ObjectMeta, corev1.ObjectReference{
-		Kind: "Ingress", APIVersion: "networking.k8s.io/v1", Namespace: ing.Namespace, Name: ing.Name, UID: ing.UID,
-	})
+	p := b.newPublication(KindIngress, &ing.ObjectMeta)
 	p.HealthPort = 80
 	if p.Health != nil && p.Health.Kind == health.HTTPS {
 		p.HealthPort = 443
@@ -260,10 +256,10 @@ func (b *Builder) ingressService() *Publication {
 // IngressService returns the namespace and name of the ingress controller's Service.
 func (b *Builder) IngressService() string { return b.cfg.IngressService }
 
-func (b *Builder) newPublication(kind string, meta *metav1.ObjectMeta, ref corev1.ObjectReference) *Publication {
+func (b *Builder) newPublication(kind string, meta *metav1.ObjectMeta) *Publication {
 	p := &Publication{
 		Source:    kind + "/" + meta.Namespace + "/" + meta.Name,
-		Ref:       ref,
+		UID:       meta.UID,
 		Namespace: meta.Namespace,
 		Created:   meta.CreationTimestamp.Time,
 		TTL:       b.cfg.TTL,
@@ -289,7 +285,7 @@ func (b *Builder) newPublication(kind string, meta *metav1.ObjectMeta, ref corev
 			p.problem(ReasonInvalidAnnotation, "annotation %s: %q is not true or false; the names are not shared", AnnotationShared, v)
 		}
 	}
-	p.ClusterPolicy, p.ClusterPriority = arbitrate.Balanced, arbitrate.DefaultPriority
+	p.ClusterPolicy, p.ClusterPriority = arbitrate.Balanced, int32(arbitrate.DefaultPriority)
 	if v, ok := meta.Annotations[AnnotationClusterPolicy]; ok {
 		switch pol := arbitrate.Policy(strings.ToLower(strings.TrimSpace(v))); pol {
 		case arbitrate.Balanced, arbitrate.Failover:
@@ -304,7 +300,7 @@ func (b *Builder) newPublication(kind string, meta *metav1.ObjectMeta, ref corev
 			p.problem(ReasonInvalidAnnotation, "annotation %s: %q is not a number from 0 to %d; using %d",
 				AnnotationClusterPriority, v, MaxClusterPriority, arbitrate.DefaultPriority)
 		} else {
-			p.ClusterPriority = n
+			p.ClusterPriority = int32(n)
 		}
 	}
 	return p

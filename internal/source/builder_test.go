@@ -27,7 +27,7 @@ var (
 // pubFields is Publication without its Equal method, which cmp would otherwise call.
 type pubFields Publication
 
-// diffPub compares publications: Ref is checked on its own, problem messages by
+// diffPub compares publications: UID is checked on its own (TestRef), problem messages by
 // checkProblemMessages, and nil and empty slices are the same.
 func diffPub(want, got *Publication) string {
 	return cmp.Diff((*pubFields)(want), (*pubFields)(got), pubOpts)
@@ -35,7 +35,7 @@ func diffPub(want, got *Publication) string {
 
 var pubOpts = cmp.Options{
 	cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
-	cmpopts.IgnoreFields(pubFields{}, "Ref", "Mode", "Health", "HealthPort", "Select", "ClusterPolicy", "ClusterPriority"),
+	cmpopts.IgnoreFields(pubFields{}, "UID", "Mode", "Health", "HealthPort", "Select", "ClusterPolicy", "ClusterPriority"),
 	cmpopts.IgnoreFields(Problem{}, "Message"),
 	cmpopts.EquateEmpty(),
 }
@@ -519,12 +519,12 @@ func TestRef(t *testing.T) {
 	b := NewBuilder(testConfig, Listers{})
 	svc := b.Service(newService("shop", "web"))
 	wantSvc := corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: "shop", Name: "web", UID: "uid-shop-web"}
-	if diff := cmp.Diff(wantSvc, svc.Ref); diff != "" {
+	if diff := cmp.Diff(&wantSvc, svc.Ref()); diff != "" {
 		t.Errorf("Service(shop/web).Ref mismatch (-want +got):\n%s", diff)
 	}
 	ing := b.Ingress(newIngress("shop", "front"))
 	wantIng := corev1.ObjectReference{Kind: "Ingress", APIVersion: "networking.k8s.io/v1", Namespace: "shop", Name: "front", UID: "uid-shop-front"}
-	if diff := cmp.Diff(wantIng, ing.Ref); diff != "" {
+	if diff := cmp.Diff(&wantIng, ing.Ref()); diff != "" {
 		t.Errorf("Ingress(shop/front).Ref mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -717,7 +717,7 @@ func TestPublicationEqual(t *testing.T) {
 		{name: "namespace", change: func(p *Publication) *Publication { p.Namespace = "other"; return p }},
 		{name: "created", change: func(p *Publication) *Publication { p.Created = p.Created.Add(time.Second); return p }},
 		{name: "TTL", change: func(p *Publication) *Publication { p.TTL++; return p }},
-		{name: "UID", change: func(p *Publication) *Publication { p.Ref.UID = "other"; return p }},
+		{name: "UID", change: func(p *Publication) *Publication { p.UID = "other"; return p }},
 		{name: "name", change: func(p *Publication) *Publication { p.Names[0].Name = "x.example.org"; return p }},
 		{name: "generated flag", change: func(p *Publication) *Publication { p.Names[2].Generated = true; return p }},
 		{name: "fewer names", change: func(p *Publication) *Publication { p.Names = p.Names[:1]; return p }},
@@ -902,7 +902,7 @@ func TestServiceClusterPolicy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := b.Service(newService("shop", "web", annotate(append([]string{AnnotationShared, "true"}, tt.annotations...)...)))
-			if p.ClusterPolicy != tt.policy || p.ClusterPriority != tt.priority {
+			if p.ClusterPolicy != tt.policy || int(p.ClusterPriority) != tt.priority {
 				t.Errorf("Service() cluster policy, priority = %q, %d; want %q, %d", p.ClusterPolicy, p.ClusterPriority, tt.policy, tt.priority)
 			}
 			var want []Problem

@@ -70,13 +70,11 @@ func TLSRoute(r *gatewayv1.TLSRoute) Route {
 // listeners but wildcards (which only routes can narrow down to a name), and
 // the names in its hostname annotations, with the Gateway's addresses.
 func (b *Builder) Gateway(gw *gatewayv1.Gateway) *Publication {
-	p := b.newPublication(KindGateway, &gw.ObjectMeta, corev1.ObjectReference{
-		Kind: "Gateway", APIVersion: gatewayv1.GroupVersion.String(), Namespace: gw.Namespace, Name: gw.Name, UID: gw.UID,
-	})
+	p := b.newPublication(KindGateway, &gw.ObjectMeta)
 	p.Mode = ModeGateway
 	p.HealthPort = 80
 	if len(gw.Spec.Listeners) > 0 {
-		p.HealthPort = int(gw.Spec.Listeners[0].Port)
+		p.HealthPort = gw.Spec.Listeners[0].Port
 	}
 	for _, h := range listenerNames(gw) {
 		b.addName(p, h, false)
@@ -109,9 +107,7 @@ func listenerNames(gw *gatewayv1.Gateway) []string {
 // namespace would only make the two claims conflict.
 func (b *Builder) Route(r Route) *Publication {
 	kind := RouteKinds[r.Kind]
-	p := b.newPublication(r.Kind, r.Meta, corev1.ObjectReference{
-		Kind: kind, APIVersion: gatewayv1.GroupVersion.String(), Namespace: r.Meta.Namespace, Name: r.Meta.Name, UID: r.Meta.UID,
-	})
+	p := b.newPublication(r.Kind, r.Meta)
 	p.Mode = ModeGateway
 	p.HealthPort = 443
 	if r.Kind == KindHTTPRoute && (p.Health == nil || p.Health.Kind != health.HTTPS) {

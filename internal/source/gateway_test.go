@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -153,6 +154,14 @@ func TestRoute(t *testing.T) {
 				t.Errorf("Route() mismatch (-want +got):\n%s", diff)
 			}
 			checkProblemMessages(t, tt.want, got)
+			if got == nil {
+				return
+			}
+			wantRef := &corev1.ObjectReference{Kind: RouteKinds[tt.route.Kind], APIVersion: "gateway.networking.k8s.io/v1",
+				Namespace: tt.route.Meta.Namespace, Name: "r", UID: "uid-r"}
+			if diff := cmp.Diff(wantRef, got.Ref()); diff != "" {
+				t.Errorf("Route().Ref() mismatch (-want +got):\n%s", diff)
+			}
 		})
 	}
 }
@@ -169,4 +178,8 @@ func TestGateway(t *testing.T) {
 		t.Errorf("Gateway() mismatch (-want +got):\n%s", diff)
 	}
 	checkProblemMessages(t, want, got)
+	wantRef := &corev1.ObjectReference{Kind: "Gateway", APIVersion: "gateway.networking.k8s.io/v1", Namespace: "infra", Name: "edge", UID: "uid-edge"}
+	if diff := cmp.Diff(wantRef, got.Ref()); diff != "" {
+		t.Errorf("Gateway().Ref() mismatch (-want +got):\n%s", diff)
+	}
 }

@@ -3,9 +3,13 @@ package source
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/dnsname"
@@ -20,41 +24,63 @@ const (
 
 // Publication is what one object asks to publish.
 type Publication struct {
-	Source    string                 // "service/<ns>/<name>" or "ingress/<ns>/<name>"
-	Ref       corev1.ObjectReference // the object, for Events
+	Source    string    // "<kind>/<ns>/<name>", kind one of the Kind constants
+	UID       types.UID // the object's (see Ref)
 	Namespace string
 	Created   time.Time
 	Names     []Name
 	Addresses []netip.Addr // sorted, unique
 	Targets   []string     // CNAME targets, sorted, unique; used only without addresses
-	TTL       uint32
-	Problems  []Problem // what was refused while reading the object
-	// Shared lets other clusters publish the object's names too (see
-	// AnnotationShared).
-	Shared bool
-	// ClusterPolicy and ClusterPriority say how the clusters sharing the
-	// object's names answer them (see AnnotationClusterPolicy).
-	ClusterPolicy   arbitrate.Policy
-	ClusterPriority int
+	Problems  []Problem    // what was refused while reading the object
 	// Ports are the named ports published as SRV records beneath each name.
 	Ports []Port
+	// ClusterPolicy and ClusterPriority say how the clusters sharing the
+	// object's names answer them (see AnnotationClusterPolicy).
+	ClusterPolicy arbitrate.Policy
 
 	// Mode is where the addresses came from.
 	Mode Mode
 	// Health says how Addresses are checked before publication, nil when
 	// they are not (most objects: a pointer saves them its room), and
 	// HealthPort is the port to check when the Spec names none.
-	Health     *health.Spec
-	HealthPort int
+	Health *health.Spec
 	// Select is how many healthy addresses are published.
 	Select health.Mode
+	// Status is the status.loadBalancer.ingress the Service should have,
+	// when WriteStatus.
+	Status []corev1.LoadBalancerIngress
+
+	// The small fields last, side by side: a publication is kept for every
+	// object, and padding between them would take it to the next size class.
+	TTL             uint32
+	HealthPort      int32
+	ClusterPriority int32 // 0 to MaxClusterPriority
+	// Shared lets other clusters publish the object's names too (see
+	// AnnotationShared).
+	Shared bool
 	// Unhealthy is set when every address failed its health check and all
 	// are published anyway (fail open).
 	Unhealthy bool
-	// WriteStatus says that skylb implements the Service and Status is the
-	// status.loadBalancer.ingress it should have.
+	// WriteStatus says that skylb implements the Service: it writes Status.
 	WriteStatus bool
-	Status      []corev1.LoadBalancerIngress
+}
+
+// Ref returns the object, for its Events. It is built when asked for, not
+// kept: Events are few, publications one per object.
+func (p *Publication) Ref() *corev1.ObjectReference {
+	kind, rest, _ := strings.Cut(p.Source, "/")
+	ref := &corev1.ObjectReference{Namespace: p.Namespace, Name: rest[strings.IndexByte(rest, '/')+1:], UID: p.UID}
+	switch kind {
+	case KindService:
+		ref.Kind, ref.APIVersion = "Service", "v1"
+	case KindIngress:
+		ref.Kind, ref.APIVersion = "Ingress", networkingv1.SchemeGroupVersion.String()
+	case KindGateway:
+		ref.Kind, ref.APIVersion = "Gateway", gatewayv1.GroupVersion.String()
+	default:
+		ref.Kind, ref.APIVersion = RouteKinds[kind], gatewayv1.GroupVersion.String()
+	}
+	return ref
 }
 
 // Name is one host name claimed by an object.
@@ -101,7 +127,7 @@ func (p *Publication) Equal(q *Publication) bool {
 		return p == q
 	}
 	return p.Source == q.Source && p.Namespace == q.Namespace && p.Created.Equal(q.Created) &&
-		p.TTL == q.TTL && p.Ref.UID == q.Ref.UID &&
+		p.TTL == q.TTL && p.UID == q.UID &&
 		slices.Equal(p.Names, q.Names) && slices.Equal(p.Addresses, q.Addresses) &&
 		slices.Equal(p.Targets, q.Targets) && slices.Equal(p.Problems, q.Problems) &&
 		slices.Equal(p.Ports, q.Ports) &&
@@ -125,7 +151,7 @@ func (p *Publication) HealthTargets() []health.Target {
 	}
 	port := p.Health.Port
 	if port == 0 {
-		port = p.HealthPort
+		port = int(p.HealthPort)
 	}
 	spec := *p.Health
 	if len(p.Names) > 0 {
