@@ -342,15 +342,24 @@ func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
 		case *corev1.Service:
 			o.Labels = keepLabels(o.Labels, "")
 			spec := corev1.ServiceSpec{
-				Type: o.Spec.Type, LoadBalancerClass: o.Spec.LoadBalancerClass, IPFamilies: o.Spec.IPFamilies,
-				ExternalName: o.Spec.ExternalName,
+				Type: canonical(o.Spec.Type, serviceTypes), LoadBalancerClass: o.Spec.LoadBalancerClass,
+				IPFamilies: canonicalFamilies(o.Spec.IPFamilies), ExternalName: o.Spec.ExternalName,
 			}
 			// The first port is health-checked and matched in EndpointSlices;
 			// every named port is published as SRV records.
-			for _, p := range o.Spec.Ports {
-				spec.Ports = append(spec.Ports, corev1.ServicePort{Name: p.Name, Port: p.Port, Protocol: p.Protocol})
+			if len(o.Spec.Ports) > 0 {
+				spec.Ports = make([]corev1.ServicePort, len(o.Spec.Ports))
+			}
+			for i, p := range o.Spec.Ports {
+				spec.Ports[i] = corev1.ServicePort{Name: p.Name, Port: p.Port, Protocol: canonical(p.Protocol, protocols)}
 			}
 			o.Spec = spec
+			for i := range o.Status.LoadBalancer.Ingress {
+				in := &o.Status.LoadBalancer.Ingress[i]
+				if in.IPMode != nil {
+					in.IPMode = canonicalPtr(*in.IPMode, ipModes)
+				}
+			}
 		case *networkingv1.Ingress:
 			o.Labels = keepLabels(o.Labels, "")
 			o.Spec.DefaultBackend = nil
@@ -394,6 +403,47 @@ func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
 		}
 		return obj, nil
 	}
+}
+
+// The values of the fields of a Service that every Service has one of. Each
+// object decoded carries its own copy of each string; the stripper puts these
+// in their place, so that the caches keep one of each, not one per Service.
+// Cached objects are never changed (they are copied before any change), so
+// sharing them is safe.
+var (
+	serviceTypes = []corev1.ServiceType{corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeClusterIP,
+		corev1.ServiceTypeNodePort, corev1.ServiceTypeExternalName}
+	protocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
+	ipModes   = []corev1.LoadBalancerIPMode{corev1.LoadBalancerIPModeVIP, corev1.LoadBalancerIPModeProxy}
+	families  = [][]corev1.IPFamily{{corev1.IPv4Protocol}, {corev1.IPv6Protocol},
+		{corev1.IPv4Protocol, corev1.IPv6Protocol}, {corev1.IPv6Protocol, corev1.IPv4Protocol}}
+)
+
+// canonical returns the element of known equal to v, or v.
+func canonical[T ~string](v T, known []T) T {
+	if i := slices.Index(known, v); i >= 0 {
+		return known[i]
+	}
+	return v
+}
+
+// canonicalPtr returns a pointer to the element of known equal to v, or to
+// a copy of v.
+func canonicalPtr[T ~string](v T, known []T) *T {
+	if i := slices.Index(known, v); i >= 0 {
+		return &known[i]
+	}
+	return &v
+}
+
+// canonicalFamilies returns the element of families equal to f, or f.
+func canonicalFamilies(f []corev1.IPFamily) []corev1.IPFamily {
+	for _, k := range families {
+		if slices.Equal(k, f) {
+			return k[:len(k):len(k)]
+		}
+	}
+	return f
 }
 
 // acceptance keeps of a route's parent statuses only what skylb reads: the

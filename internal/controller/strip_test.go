@@ -1,7 +1,10 @@
 package controller
 
 import (
+	"slices"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -67,6 +70,59 @@ func TestStripperService(t *testing.T) {
 	again, _ := strip(got)
 	if diff := cmp.Diff(want, again); diff != "" {
 		t.Errorf("stripper(stripped Service) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestStripperSharesCommonValues checks that the values every Service has
+// one of are kept once, not once per cached Service, and left as they were.
+func TestStripperSharesCommonValues(t *testing.T) {
+	decoded := func() *corev1.Service {
+		// As decoded from the API server: strings of their own.
+		mode := corev1.LoadBalancerIPMode(strings.Clone(string(corev1.LoadBalancerIPModeProxy)))
+		return &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+			Spec: corev1.ServiceSpec{
+				Type:       corev1.ServiceType(strings.Clone(string(corev1.ServiceTypeLoadBalancer))),
+				IPFamilies: []corev1.IPFamily{corev1.IPFamily(strings.Clone("IPv6")), corev1.IPFamily(strings.Clone("IPv4"))},
+				Ports: []corev1.ServicePort{
+					{Name: "dns", Port: 53, Protocol: corev1.Protocol(strings.Clone("UDP"))},
+					{Name: "odd", Port: 9, Protocol: corev1.Protocol(strings.Clone("QUIC"))},
+				},
+			},
+			Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{
+				Ingress: []corev1.LoadBalancerIngress{{IP: "192.0.2.1", IPMode: &mode}},
+			}},
+		}
+	}
+	strip := stripper(nil, false)
+	a, _ := strip(decoded())
+	b, _ := strip(decoded())
+	sa, sb := a.(*corev1.Service), b.(*corev1.Service)
+	if diff := cmp.Diff(sa, sb); diff != "" {
+		t.Fatalf("two equal Services stripped differ (-a +b):\n%s", diff)
+	}
+	want := decoded()
+	if sa.Spec.Type != want.Spec.Type || !slices.Equal(sa.Spec.IPFamilies, want.Spec.IPFamilies) ||
+		sa.Spec.Ports[0].Protocol != "UDP" || sa.Spec.Ports[1].Protocol != "QUIC" ||
+		*sa.Status.LoadBalancer.Ingress[0].IPMode != corev1.LoadBalancerIPModeProxy {
+		t.Fatalf("stripped Service's values changed: %+v", sa)
+	}
+	same := func(x, y string) bool { return unsafe.StringData(x) == unsafe.StringData(y) }
+	if !same(string(sa.Spec.Type), string(sb.Spec.Type)) {
+		t.Error("the type is kept once per Service")
+	}
+	if &sa.Spec.IPFamilies[0] != &sb.Spec.IPFamilies[0] {
+		t.Error("the IP families are kept once per Service")
+	}
+	if !same(string(sa.Spec.Ports[0].Protocol), string(sb.Spec.Ports[0].Protocol)) {
+		t.Error("the protocol UDP is kept once per port")
+	}
+	if sa.Status.LoadBalancer.Ingress[0].IPMode != sb.Status.LoadBalancer.Ingress[0].IPMode {
+		t.Error("the IP mode is kept once per status address")
+	}
+	// An append to a shared list makes a copy.
+	if c := cap(sa.Spec.IPFamilies); c != len(sa.Spec.IPFamilies) {
+		t.Errorf("shared IP families have room to grow: cap %d", c)
 	}
 }
 
