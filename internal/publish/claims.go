@@ -20,8 +20,7 @@ import (
 // name (see share.go).
 type clusterState struct {
 	claimDir  string                  // ClaimPrefix with a trailing slash; empty: no claims
-	claims    map[string][]claimEntry // stored name -> claims, sorted by owner
-	claimsRev int64                   // revision the claims are current at
+	claimsRev int64 // revision the claims are current at (the claims are in the names: name.claims)
 	// below and foreignBelow index the claimed names beneath each ancestor:
 	// all of them (nil until another cluster's claim is seen), and those
 	// claimed by another cluster (see nested.go).
@@ -199,30 +198,43 @@ func (p *Publisher) encodeClaim(shared bool) []byte {
 
 // putClaimLocked records a claim in the view, replacing the owner's previous one.
 func (p *Publisher) putClaimLocked(stored string, e claimEntry) {
-	list := p.claims[stored]
-	i, found := slices.BinarySearchFunc(list, e.owner, cmpOwner)
+	n := p.names[stored]
+	if n == nil {
+		n = newName(stored)
+		p.names[stored] = n
+	}
+	i, found := slices.BinarySearchFunc(n.claims, e.owner, cmpOwner)
 	if found {
-		list[i] = e
+		n.claims[i] = e
 		return
 	}
-	hadAny, hadForeign := len(list) > 0, p.foreignIn(list)
-	p.claims[stored] = slices.Insert(list, i, e)
+	hadAny, hadForeign := len(n.claims) > 0, p.foreignIn(n.claims)
+	n.claims = slices.Insert(n.claims, i, e)
 	p.indexClaimLocked(stored, hadAny, hadForeign)
+}
+
+// claimsLocked returns the claims on stored, sorted by owner.
+func (p *Publisher) claimsLocked(stored string) []claimEntry {
+	if n := p.names[stored]; n != nil {
+		return n.claims
+	}
+	return nil
 }
 
 // removeClaimLocked drops owner's claim on stored from the view.
 func (p *Publisher) removeClaimLocked(stored, owner string) {
-	list := p.claims[stored]
-	i, found := slices.BinarySearchFunc(list, owner, cmpOwner)
+	n := p.names[stored]
+	if n == nil {
+		return
+	}
+	i, found := slices.BinarySearchFunc(n.claims, owner, cmpOwner)
 	if !found {
 		return
 	}
-	hadForeign := p.foreignIn(list)
-	list = slices.Delete(list, i, i+1)
-	if len(list) == 0 {
-		delete(p.claims, stored)
-	} else {
-		p.claims[stored] = list
+	hadForeign := p.foreignIn(n.claims)
+	n.claims = slices.Delete(n.claims, i, i+1)
+	if len(n.claims) == 0 {
+		n.claims = nil
 	}
 	p.indexClaimLocked(stored, true, hadForeign)
 }
@@ -234,9 +246,8 @@ func (p *Publisher) ownClaimLocked(stored string) *claimEntry {
 
 // claimOfLocked returns owner's claim on stored, or nil.
 func (p *Publisher) claimOfLocked(stored, owner string) *claimEntry {
-	list := p.claims[stored]
-	if i, found := slices.BinarySearchFunc(list, owner, cmpOwner); found {
-		return &list[i]
+	if n := p.names[stored]; n != nil {
+		return n.claimOf(owner)
 	}
 	return nil
 }
@@ -258,7 +269,7 @@ func (p *Publisher) claimLocked(n *name, c *change, held bool) bool {
 		p.forgetShareLocked(c.name)
 		return true
 	}
-	others := p.claims[c.name]
+	others := n.claims
 	claims := make([]arbitrate.Claim, 0, len(others))
 	for _, e := range others {
 		claims = append(claims, clusterClaim(e))
@@ -306,7 +317,7 @@ func (p *Publisher) claimLocked(n *name, c *change, held bool) bool {
 // are older than this cluster's (created at ownCreated): the change holds
 // only while they are unchanged.
 func (p *Publisher) rankOlderLocked(c *change, stored string, ownCreated int64) {
-	for _, e := range p.claims[stored] {
+	for _, e := range p.claimsLocked(stored) {
 		if e.owner != p.cfg.Owner && e.created != 0 && e.created < ownCreated {
 			c.rank(stored, e)
 		}
@@ -427,10 +438,9 @@ func (p *Publisher) applyClaims(events []*clientv3.Event, rev int64) {
 		} else {
 			p.removeClaimLocked(stored, owner)
 		}
-		if p.names[stored] == nil && owner == p.cfg.Owner {
-			p.names[stored] = newName(stored)
-		}
-		if p.names[stored] != nil {
+		// A name held only for other clusters' claims is marked once the
+		// last of them goes, and dropped.
+		if n := p.names[stored]; n != nil && (owner == p.cfg.Owner || !n.othersOnly(p.cfg.Owner)) {
 			p.markLocked(stored)
 		}
 		if owner != p.cfg.Owner {

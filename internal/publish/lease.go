@@ -113,7 +113,7 @@ func (p *Publisher) leaseLoop(ctx context.Context, shard int) {
 // lease.
 func (p *Publisher) markShardLocked(shard int) {
 	for stored, n := range p.names {
-		if _, ok := p.dirty[stored]; !ok && int(n.shard) == shard {
+		if _, ok := p.dirty[stored]; !ok && int(n.shard) == shard && !n.othersOnly(p.cfg.Owner) {
 			p.dirty[stored] = false
 		}
 	}

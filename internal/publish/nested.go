@@ -36,7 +36,7 @@ type nameSet map[string]struct{}
 // names beneath another cluster's claim, so a cluster alone in its etcd never
 // builds it: it is built when the first claim of another cluster is seen.
 func (p *Publisher) indexClaimLocked(stored string, hadAny, hadForeign bool) {
-	list := p.claims[stored]
+	list := p.claimsLocked(stored)
 	hasAny, hasForeign := len(list) > 0, p.foreignIn(list)
 	if hasForeign != hadForeign {
 		updateBelow(p.foreignBelow, stored, hasForeign)
@@ -73,8 +73,8 @@ func updateBelow(index map[string]nameSet, stored string, add bool) {
 func (p *Publisher) reindexClaimsLocked() {
 	p.below, p.foreignBelow = nil, make(map[string]nameSet)
 	foreign := false
-	for stored, list := range p.claims {
-		if p.foreignIn(list) {
+	for stored, n := range p.names {
+		if p.foreignIn(n.claims) {
 			updateBelow(p.foreignBelow, stored, true)
 			foreign = true
 		}
@@ -87,8 +87,10 @@ func (p *Publisher) reindexClaimsLocked() {
 // buildBelowLocked indexes every claimed name beneath its ancestors.
 func (p *Publisher) buildBelowLocked() {
 	p.below = make(map[string]nameSet)
-	for stored := range p.claims {
-		updateBelow(p.below, stored, true)
+	for stored, n := range p.names {
+		if len(n.claims) > 0 {
+			updateBelow(p.below, stored, true)
+		}
 	}
 }
 
@@ -102,7 +104,7 @@ func (p *Publisher) foreignIn(list []claimEntry) bool {
 func (p *Publisher) nestedLocked(stored string, n *name) []arbitrate.NestedClaim {
 	var out []arbitrate.NestedClaim
 	for a := range arbitrate.Ancestors(stored) {
-		for _, e := range p.claims[a] {
+		for _, e := range p.claimsLocked(a) {
 			if e.owner != p.cfg.Owner {
 				joint := e.shared && p.sharesLocked(a)
 				out = append(out, arbitrate.NestedClaim{Claim: clusterClaim(e), Joint: joint})
@@ -110,7 +112,7 @@ func (p *Publisher) nestedLocked(stored string, n *name) []arbitrate.NestedClaim
 		}
 	}
 	for d := range p.foreignBelow[stored] {
-		for _, e := range p.claims[d] {
+		for _, e := range p.claimsLocked(d) {
 			if e.owner != p.cfg.Owner {
 				joint := n.shared && p.sharedByLocked(stored, e.owner)
 				out = append(out, arbitrate.NestedClaim{Claim: clusterClaim(e), Joint: joint})
@@ -201,7 +203,7 @@ func (p *Publisher) aboveCmps(batch []change) []clientv3.Cmp {
 // claims by another cluster changed.
 func (p *Publisher) markNestedLocked(stored string) {
 	for a := range arbitrate.Ancestors(stored) {
-		if p.names[a] != nil {
+		if n := p.names[a]; n != nil && !n.othersOnly(p.cfg.Owner) {
 			p.markLocked(a)
 		}
 	}
@@ -211,7 +213,7 @@ func (p *Publisher) markNestedLocked(stored string) {
 // markBelowLocked marks this cluster's names beneath stored.
 func (p *Publisher) markBelowLocked(stored string) {
 	for d := range p.below[stored] {
-		if p.names[d] != nil {
+		if n := p.names[d]; n != nil && !n.othersOnly(p.cfg.Owner) {
 			p.markLocked(d)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // belowOf returns an index of names beneath ancestors as sorted lists.
@@ -54,5 +56,39 @@ func TestNestedIndexFollowsTheClaims(t *testing.T) {
 	p.reindexClaimsLocked()
 	if p.below != nil {
 		t.Errorf("below after a load without other clusters' claims = %v, want not built", belowOf(p.below))
+	}
+}
+
+// TestNameHeldForOtherClustersClaims checks that a name only other clusters
+// claim is kept for their claims, is not marked for writing, and is dropped
+// once the last of them goes.
+func TestNameHeldForOtherClustersClaims(t *testing.T) {
+	p := New(nil, Config{Prefix: "/skydns", Owner: "east", ClaimPrefix: "/skylb/claims", Log: quiet()})
+	claim := func(typ mvccpb.Event_EventType, rev int64) []*clientv3.Event {
+		return []*clientv3.Event{{Type: typ, Kv: &mvccpb.KeyValue{
+			Key: []byte("/skylb/claims/w.x.org/west"), Value: []byte(`{"owner":"west"}`), CreateRevision: 2, ModRevision: rev,
+		}}}
+	}
+	p.applyClaims(claim(mvccpb.PUT, 2), 2)
+	if got := p.claimOfLocked("w.x.org", "west"); got == nil || got.created != 2 {
+		t.Fatalf("west's claim = %+v, want created at 2", got)
+	}
+	if len(p.dirty) != 0 {
+		t.Errorf("another cluster's claim marked %v, want nothing: this cluster has nothing to write", p.dirty)
+	}
+	p.markAllLocked()
+	if len(p.dirty) != 0 {
+		t.Errorf("a full reconciliation marked %v, want nothing", p.dirty)
+	}
+
+	p.applyClaims(claim(mvccpb.DELETE, 3), 3)
+	if _, ok := p.dirty["w.x.org"]; !ok {
+		t.Fatalf("the last claim's removal marked %v, want w.x.org", p.dirty)
+	}
+	if _, changed := p.diffLocked("w.x.org", true); changed {
+		t.Error("the name has a change, want none")
+	}
+	if n := p.names["w.x.org"]; n != nil {
+		t.Errorf("the name is kept with nothing left: %+v", n)
 	}
 }

@@ -192,11 +192,30 @@ type name struct {
 	share *shareState
 	// actual are skylb's keys beneath the name, sorted by key.
 	actual []entry
+	// claims are the claims of the clusters on the name, this one's
+	// included, sorted by owner (see claims.go). A name other clusters
+	// claim is kept for their claims alone (see othersOnly).
+	claims []claimEntry
 }
 
 // newName returns the name stored with nothing wanted and no keys.
 func newName(stored string) *name {
 	return &name{shard: leaseShard(stored)}
+}
+
+// othersOnly reports whether the name is held only for other clusters'
+// claims: no records wanted, no keys, no claim of this cluster's, owner. Such
+// a name has nothing to write, and is not marked.
+func (n *name) othersOnly(owner string) bool {
+	return n.records == nil && len(n.actual) == 0 && len(n.claims) > 0 && n.claimOf(owner) == nil
+}
+
+// claimOf returns owner's claim on the name, or nil.
+func (n *name) claimOf(owner string) *claimEntry {
+	if i, found := slices.BinarySearchFunc(n.claims, owner, cmpOwner); found {
+		return &n.claims[i]
+	}
+	return nil
 }
 
 // find returns the entry of key, or nil.
@@ -313,7 +332,7 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 			wake: make(chan struct{}, 1), active: !cfg.Inactive,
 		},
 		clusterState: clusterState{
-			claims: make(map[string][]claimEntry), foreignBelow: make(map[string]nameSet),
+			foreignBelow: make(map[string]nameSet),
 			verdicts: make(map[string]arbitrate.Decision), sharings: make(map[string]arbitrate.Sharing),
 			holds: make(map[string]hold),
 		},
@@ -365,7 +384,7 @@ func (p *Publisher) Set(stored string, w Want) {
 	shared := p.sharesLocked(stored)
 	n.records = slices.Clip(records)
 	n.shared, n.unclaimed = w.Shared, w.Unclaimed
-	if p.sharesLocked(stored) != shared && p.foreignIn(p.claims[stored]) {
+	if p.sharesLocked(stored) != shared && p.foreignIn(n.claims) {
 		// Names beneath another cluster's claim may join it only while
 		// this cluster shares the name too.
 		p.markBelowLocked(stored)
@@ -474,10 +493,11 @@ func (p *Publisher) markLocked(stored string) {
 	p.poke()
 }
 
-// markAllLocked marks every name for a full reconciliation.
+// markAllLocked marks every name for a full reconciliation, but those held
+// only for other clusters' claims.
 func (p *Publisher) markAllLocked() {
-	for stored := range p.names {
-		if _, ok := p.dirty[stored]; !ok {
+	for stored, n := range p.names {
+		if _, ok := p.dirty[stored]; !ok && !n.othersOnly(p.cfg.Owner) {
 			p.dirty[stored] = false
 		}
 	}
@@ -795,7 +815,7 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 	}
 	c.keyChange = diff(wants, c.lease, n.actual, atName(stored))
 	if ops, _ := c.counts(); ops == 0 {
-		if n.records == nil && len(n.actual) == 0 && p.ownClaimLocked(stored) == nil {
+		if n.records == nil && len(n.actual) == 0 && len(n.claims) == 0 {
 			p.followLocked(stored, n, "")
 			delete(p.names, stored)
 		}

@@ -95,7 +95,7 @@ func (p *Publisher) memberLocked(n *name, own *claimEntry, refused bool) arbitra
 func (p *Publisher) shareLocked(n *name, c *change, own *claimEntry) arbitrate.Member {
 	self := p.memberLocked(n, own, false)
 	members := []arbitrate.Member{self}
-	for _, e := range p.claims[c.name] {
+	for _, e := range n.claims {
 		if e.owner == p.cfg.Owner || e.share == nil {
 			continue
 		}
@@ -134,7 +134,7 @@ func (p *Publisher) holdLocked(stored string, until time.Time) {
 		if h, ok := p.holds[stored]; ok && h.until.Equal(until) {
 			delete(p.holds, stored)
 		}
-		if p.names[stored] != nil {
+		if n := p.names[stored]; n != nil && !n.othersOnly(p.cfg.Owner) {
 			p.markLocked(stored)
 		}
 	})

@@ -115,14 +115,18 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 		n.actual = actual
 		p.names[stored] = n
 	}
-	p.claims, p.claimsRev = claims, rev
+	for stored, n := range p.names {
+		n.claims = claims[stored]
+		delete(claims, stored)
+	}
+	for stored, list := range claims {
+		n := newName(stored)
+		n.claims = list
+		p.names[stored] = n
+	}
+	p.claimsRev = rev
 	p.occupied = occupied
 	p.reindexClaimsLocked()
-	for stored := range claims {
-		if p.names[stored] == nil && p.ownClaimLocked(stored) != nil {
-			p.names[stored] = newName(stored)
-		}
-	}
 	p.tombs = nil
 	if !p.complete {
 		p.atLoad = bySource
