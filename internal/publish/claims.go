@@ -19,8 +19,8 @@ import (
 // their claims, the decisions on this cluster's, and who answers each shared
 // name (see share.go).
 type clusterState struct {
-	claimDir  string                  // ClaimPrefix with a trailing slash; empty: no claims
-	claimsRev int64 // revision the claims are current at (the claims are in the names: name.claims)
+	claimDir  string // ClaimPrefix with a trailing slash; empty: no claims
+	claimsRev int64  // revision the claims are current at (the claims are in the names: name.claims)
 	// below and foreignBelow index the claimed names beneath each ancestor:
 	// all of them (nil until another cluster's claim is seen), and those
 	// claimed by another cluster (see nested.go).

@@ -332,9 +332,8 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 			wake: make(chan struct{}, 1), active: !cfg.Inactive,
 		},
 		clusterState: clusterState{
-			foreignBelow: make(map[string]nameSet),
-			verdicts: make(map[string]arbitrate.Decision), sharings: make(map[string]arbitrate.Sharing),
-			holds: make(map[string]hold),
+			foreignBelow: make(map[string]nameSet), verdicts: make(map[string]arbitrate.Decision),
+			sharings: make(map[string]arbitrate.Sharing), holds: make(map[string]hold),
 		},
 		following: following{followers: make(map[string]nameSet), occupied: make(map[string]bool)},
 	}

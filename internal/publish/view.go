@@ -106,24 +106,8 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 		// A range returns keys in order, so this only checks.
 		slices.SortFunc(actual, func(a, b entry) int { return strings.Compare(a.key, b.key) })
 	}
-	for stored, n := range p.names {
-		n.actual = owned[stored]
-		delete(owned, stored)
-	}
-	for stored, actual := range owned {
-		n := newName(stored)
-		n.actual = actual
-		p.names[stored] = n
-	}
-	for stored, n := range p.names {
-		n.claims = claims[stored]
-		delete(claims, stored)
-	}
-	for stored, list := range claims {
-		n := newName(stored)
-		n.claims = list
-		p.names[stored] = n
-	}
+	spread(p.names, owned, func(n *name, actual []entry) { n.actual = actual })
+	spread(p.names, claims, func(n *name, list []claimEntry) { n.claims = list })
 	p.claimsRev = rev
 	p.occupied = occupied
 	p.reindexClaimsLocked()
@@ -187,6 +171,21 @@ func (p *Publisher) owns(value []byte) (v skydns.Value, outside string, mine boo
 		return v, v.Source, true
 	}
 	return v, "", true
+}
+
+// spread hands every name its part of what a load found, with set (the zero
+// value when there is none), and adds a name for each part of a name not
+// held. It empties parts.
+func spread[T any](names map[string]*name, parts map[string]T, set func(*name, T)) {
+	for stored, n := range names {
+		set(n, parts[stored])
+		delete(parts, stored)
+	}
+	for stored, part := range parts {
+		n := newName(stored)
+		set(n, part)
+		names[stored] = n
+	}
 }
 
 // watchAll watches the records and the claims from revision rev+1 on, until a
