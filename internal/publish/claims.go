@@ -440,7 +440,7 @@ func (p *Publisher) applyClaims(events []*clientv3.Event, rev int64) {
 		}
 		// A name held only for other clusters' claims is marked once the
 		// last of them goes, and dropped.
-		if n := p.names[stored]; n != nil && (owner == p.cfg.Owner || !n.othersOnly(p.cfg.Owner)) {
+		if n := p.names[stored]; n != nil && (owner == p.cfg.Owner || !n.othersOnly(p.cfg.Owner)) && !p.echoLocked(ev) {
 			p.markLocked(stored)
 		}
 		if owner != p.cfg.Owner {

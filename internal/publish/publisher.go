@@ -312,6 +312,7 @@ type work struct {
 	flushing bool                 // a flush is under way
 	idle     *sync.Cond           // signalled when a flush ends
 	wake     chan struct{}        // starts a flush
+	sending  map[string]sent      // the keys the transactions under way write (echo.go)
 }
 
 type tomb struct {
@@ -329,7 +330,7 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 		table:  table{names: make(map[string]*name), firstLoad: make(chan struct{})},
 		work: work{
 			dirty: make(map[string]bool), since: make(map[string]time.Time),
-			wake: make(chan struct{}, 1), active: !cfg.Inactive,
+			wake: make(chan struct{}, 1), active: !cfg.Inactive, sending: make(map[string]sent),
 		},
 		clusterState: clusterState{
 			foreignBelow: make(map[string]nameSet), verdicts: make(map[string]arbitrate.Decision),
@@ -960,8 +961,16 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 		// own deadline bounds it.
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Timeout)
 		defer cancel()
+		p.mu.Lock()
+		p.sendLocked(batch)
+		p.mu.Unlock()
 		resp, err := p.client.Txn(tctx).If(cmps...).Then(ops...).Commit()
 		p.count.noteTxn(err)
+		if err != nil || !resp.Succeeded {
+			p.mu.Lock()
+			p.unsendLocked(batch)
+			p.mu.Unlock()
+		}
 		if err != nil {
 			p.count.txnErrs.Add(1)
 			return fmt.Errorf("commit %d operations for %d names: %w", len(ops), len(batch), err)
@@ -984,6 +993,7 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 
 	p.mu.Lock()
 	p.committedLocked(batch, rev)
+	p.unsendLocked(batch)
 	p.mu.Unlock()
 	p.logChanges(batch, rev)
 	return nil

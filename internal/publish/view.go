@@ -284,7 +284,9 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 		default:
 			continue
 		}
-		p.markLocked(stored)
+		if !p.echoLocked(ev) {
+			p.markLocked(stored)
+		}
 	}
 	p.pruneTombsLocked(rev)
 }
