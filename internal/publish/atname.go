@@ -11,6 +11,10 @@ import (
 // to decide again in the flush under way, and occupied the names whose key
 // holds a value that is not this cluster's.
 type following struct {
+	// follows is, for each name that follows another (Want.Follows), that
+	// name; followers the other way round. Few names follow one, so this
+	// is a map rather than a field of every name.
+	follows   map[string]string
 	followers map[string]nameSet
 	refollow  []string
 	occupied  map[string]bool
@@ -57,32 +61,36 @@ func keyConds(guards []keyCond, cmps []clientv3.Cmp) []clientv3.Cmp {
 // heldLocked reports whether a name's records may not be written now: its
 // key is occupied by another writer, or this cluster does not publish the
 // name its records follow.
-func (p *Publisher) heldLocked(stored string, n *name) bool {
+func (p *Publisher) heldLocked(stored string) bool {
 	if p.occupied[stored] {
 		return true
 	}
-	if n.follows == "" || !p.claiming() {
+	follows := p.follows[stored]
+	if follows == "" || !p.claiming() {
 		return false
 	}
-	d, _ := p.verdictLocked(n.follows)
+	d, _ := p.verdictLocked(follows)
 	return !d.Granted
 }
 
 // followLocked records the name stored follows; empty for none.
-func (p *Publisher) followLocked(stored string, n *name, follows string) {
-	if n.follows == follows {
+func (p *Publisher) followLocked(stored, follows string) {
+	was := p.follows[stored]
+	if was == follows {
 		return
 	}
-	if n.follows != "" {
-		if set := p.followers[n.follows]; set != nil {
+	if was != "" {
+		if set := p.followers[was]; set != nil {
 			delete(set, stored)
 			if len(set) == 0 {
-				delete(p.followers, n.follows)
+				delete(p.followers, was)
 			}
 		}
 	}
-	n.follows = follows
-	if follows != "" {
+	if follows == "" {
+		delete(p.follows, stored)
+	} else {
+		p.follows[stored] = follows
 		if p.followers[follows] == nil {
 			p.followers[follows] = make(nameSet)
 		}
@@ -96,7 +104,7 @@ func (p *Publisher) followersLastLocked(names []string) []string {
 	var following []string
 	kept := names[:0]
 	for _, stored := range names {
-		if n := p.names[stored]; n != nil && n.follows != "" {
+		if p.follows[stored] != "" {
 			following = append(following, stored)
 		} else {
 			kept = append(kept, stored)

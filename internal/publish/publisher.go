@@ -180,10 +180,9 @@ type name struct {
 	// nothing is wanted. Their keys and values are encoded when the name is
 	// compared with the view.
 	records []skydns.Record
-	// shared and unclaimed are those of the Want.
+	// shared and unclaimed are those of the Want (its Follows is in
+	// following.follows).
 	shared, unclaimed bool
-	// follows is the Want's Follows.
-	follows string
 	// shard is the name's lease shard (see lease.go), hashed once; beside
 	// the flags it takes no room.
 	shard uint8
@@ -339,7 +338,7 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 			foreignBelow: make(map[string]nameSet), verdicts: make(map[string]arbitrate.Decision),
 			sharings: make(map[string]arbitrate.Sharing), holds: make(map[string]hold),
 		},
-		following: following{followers: make(map[string]nameSet), occupied: make(map[string]bool)},
+		following: following{follows: make(map[string]string), followers: make(map[string]nameSet), occupied: make(map[string]bool)},
 	}
 	if cfg.ClaimPrefix != "" {
 		p.claimDir = trimSlash(cfg.ClaimPrefix) + "/"
@@ -380,10 +379,10 @@ func (p *Publisher) Set(stored string, w Want) {
 	}
 	shareChanged := setShareLocked(n, w, time.Now())
 	if (n.records == nil) == (records == nil) && slices.Equal(n.records, records) &&
-		n.shared == w.Shared && n.unclaimed == w.Unclaimed && n.follows == w.Follows && !shareChanged {
+		n.shared == w.Shared && n.unclaimed == w.Unclaimed && p.follows[stored] == w.Follows && !shareChanged {
 		return
 	}
-	p.followLocked(stored, n, w.Follows)
+	p.followLocked(stored, w.Follows)
 	shared := p.sharesLocked(stored)
 	n.records = slices.Clip(records)
 	n.shared, n.unclaimed = w.Shared, w.Unclaimed
@@ -802,7 +801,7 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 		return change{}, false
 	}
 	c := change{name: stored, event: event, lease: p.leases[n.shard]}
-	held := p.heldLocked(stored, n)
+	held := p.heldLocked(stored)
 	var wants []want
 	if outside := heldOutside(n); outside != nil {
 		// The records outside keep the name, and its claim, as they are.
@@ -819,7 +818,7 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 	c.keyChange = diff(wants, c.lease, n.actual, atName(stored))
 	if ops, _ := c.counts(); ops == 0 {
 		if n.records == nil && len(n.actual) == 0 && len(n.claims) == 0 {
-			p.followLocked(stored, n, "")
+			p.followLocked(stored, "")
 			delete(p.names, stored)
 		}
 		return change{}, false
