@@ -210,18 +210,25 @@ func compareClaims(a, b claim) int {
 // names; the PTR records of their addresses come from Reverse.
 func (x *Index) Resolve(group string) Result {
 	members := x.members[group]
+	// The names of the group: those published before, or at most each
+	// claim's name with the SRV names of its object's ports, whichever is
+	// more. Sized once, the map does not grow table by table, which at a
+	// first pass, with nothing published before, made a fifth of what
+	// resolving allocated.
+	size, count := 0, 0
+	for src := range members {
+		pub := x.pubs[src]
+		size += len(pub.Names)
+		count += len(pub.Names) * (1 + len(pub.Ports))
+	}
 	res := Result{
-		Records: make(map[string][]skydns.Record, len(x.published[group])), Problems: make(map[string][]source.Problem),
+		Records: make(map[string][]skydns.Record, max(count, len(x.published[group]))), Problems: make(map[string][]source.Problem),
 		Granted: make(map[string][]string, len(members)), Shared: make(map[string]bool), Clusters: make(map[string]Cluster),
 	}
 	for _, name := range x.published[group] {
 		res.Records[name] = nil
 	}
 
-	size := 0
-	for src := range members {
-		size += len(x.pubs[src].Names)
-	}
 	claims := make([]claim, 0, size)
 	for src := range members {
 		pub := x.pubs[src]
