@@ -50,7 +50,7 @@ func Parse(name string) (string, error) {
 	if len(n) > MaxNameLength {
 		return "", fmt.Errorf("%.40s...: %w", n, ErrTooLong)
 	}
-	for _, label := range strings.Split(n, ".") {
+	for label := range strings.SplitSeq(n, ".") {
 		if label == "*" || label == "any" {
 			return "", fmt.Errorf("%s: %w", n, ErrWildcard)
 		}

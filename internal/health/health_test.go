@@ -47,6 +47,21 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestParseReadsEachAnnotationAlone checks that an object with any one of the
+// health annotations is read: Parse skips objects with none of those it
+// lists.
+func TestParseReadsEachAnnotationAlone(t *testing.T) {
+	for _, key := range []string{AnnotationCheck, AnnotationPort, AnnotationPath, AnnotationStatus,
+		AnnotationInterval, AnnotationTimeout, AnnotationThreshold} {
+		if _, errs := Parse(map[string]string{key: "bogus"}); len(errs) != 1 {
+			t.Errorf("Parse(%s: bogus) reported %v, want one problem", key, errs)
+		}
+	}
+	if s, errs := Parse(map[string]string{"skylb.io/hostname": "www.example.org"}); s != Default || errs != nil {
+		t.Errorf("Parse(without health annotations) = %+v, %v; want the defaults and no problem", s, errs)
+	}
+}
+
 func addrs(ss ...string) []netip.Addr {
 	var out []netip.Addr
 	for _, s := range ss {

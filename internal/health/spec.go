@@ -10,6 +10,7 @@ package health
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,10 @@ const (
 	AnnotationThreshold = "skylb.io/health-threshold"
 )
 
+// annotationsRead are the annotations Parse reads.
+var annotationsRead = []string{AnnotationCheck, AnnotationPort, AnnotationPath, AnnotationStatus,
+	AnnotationInterval, AnnotationTimeout, AnnotationThreshold}
+
 // Spec is how one object's addresses are checked.
 type Spec struct {
 	Kind      Kind
@@ -59,6 +64,11 @@ var Default = Spec{
 // Parse reads a Spec from annotations. Each invalid value is reported and
 // replaced by its default; the rest of the Spec still applies.
 func Parse(annotations map[string]string) (Spec, []error) {
+	if !slices.ContainsFunc(annotationsRead, func(key string) bool { _, ok := annotations[key]; return ok }) {
+		// Most objects name no health check: nothing to read, and nothing
+		// allocated for it, once per object at a first pass.
+		return Default, nil
+	}
 	s := Default
 	var errs []error
 	bad := func(key string, err error) {

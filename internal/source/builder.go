@@ -32,13 +32,16 @@ const (
 	AnnotationClusterPriority = "skylb.io/cluster-priority"
 )
 
-// Annotations of external-dns, read so that its users can switch without editing objects.
+// The annotations a name and a TTL are read from, skylb's first, then
+// external-dns's, read so that its users can switch without editing objects.
 var (
-	externalDNSHostnames = []string{
+	hostnameAnnotations = []string{
+		AnnotationHostname,
 		"external-dns.alpha.kubernetes.io/hostname",
 		"external-dns.kubernetes.io/hostname",
 	}
-	externalDNSTTLs = []string{
+	ttlAnnotations = []string{
+		AnnotationTTL,
 		"external-dns.alpha.kubernetes.io/ttl",
 		"external-dns.kubernetes.io/ttl",
 	}
@@ -310,8 +313,8 @@ func (b *Builder) newPublication(kind string, meta *metav1.ObjectMeta) *Publicat
 const MaxClusterPriority = 65535
 
 func (b *Builder) addAnnotatedNames(p *Publication, annotations map[string]string) {
-	for _, key := range append([]string{AnnotationHostname}, externalDNSHostnames...) {
-		for _, h := range strings.Split(annotations[key], ",") {
+	for _, key := range hostnameAnnotations {
+		for h := range strings.SplitSeq(annotations[key], ",") {
 			if strings.TrimSpace(h) != "" {
 				b.addName(p, h, false)
 			}
@@ -384,7 +387,7 @@ func (p *Publication) problem(reason, format string, args ...any) {
 
 // annotatedTTL reads the TTL annotations: whole seconds or a Go duration such as "1m".
 func annotatedTTL(annotations map[string]string) (uint32, string, error) {
-	for _, key := range append([]string{AnnotationTTL}, externalDNSTTLs...) {
+	for _, key := range ttlAnnotations {
 		v, ok := annotations[key]
 		if !ok {
 			continue

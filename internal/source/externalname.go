@@ -87,7 +87,7 @@ func externalTarget(s string) (string, error) {
 // hasHostnameAnnotation reports whether annotations carry one of the hostname
 // annotations, even empty: an empty one asks for the generated names alone.
 func hasHostnameAnnotation(annotations map[string]string) bool {
-	for _, key := range append([]string{AnnotationHostname}, externalDNSHostnames...) {
+	for _, key := range hostnameAnnotations {
 		if _, ok := annotations[key]; ok {
 			return true
 		}
