@@ -807,6 +807,14 @@ func (c *Controller) decideAll(keys []string, loaded map[string]uint64) (outcome
 	if loaded != nil {
 		out.unchanged = unchanged(loaded, out.records)
 	}
+	// What is told holds an entry for nearly every object: at a first pass
+	// the maps are sized once rather than grown table by table.
+	if len(c.told) == 0 {
+		c.told = make(map[string]uint64, len(touched))
+	}
+	if len(c.endpoints) == 0 {
+		c.endpoints = make(map[string]endpointWatch, len(touched))
+	}
 	for s := range touched {
 		c.reportLocked(&out, s)
 	}
