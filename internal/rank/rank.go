@@ -22,6 +22,32 @@ type Index struct {
 	// slice rather than a set, 16 bytes a name rather than about 70.
 	published map[string][]string
 	rev       reverse // the published addresses in reverse zones (see reverse.go)
+	scratch   scratch // what Resolve works with
+}
+
+// scratch is what Resolve works with while it resolves a group, kept from one
+// call to the next: cleared, its maps and slices keep their room, so that
+// resolving allocates little more than what it returns. Each change resolves
+// its group again, so these were most of what a change allocated. An Index is
+// used by one goroutine at a time.
+type scratch struct {
+	claims  []claim
+	holder  map[string]string   // name -> namespace holding it
+	beneath map[string][]string // name -> namespaces holding names beneath it
+	granted map[string][]claim  // stored name -> granted claims, best first
+	order   []string            // stored names in order of their first grant
+	names   map[string]struct{} // the stored names published, SRV names included
+}
+
+// reset clears sc, so that it holds nothing of the group it was used for.
+func (sc *scratch) reset() {
+	clear(sc.claims)
+	clear(sc.order)
+	sc.claims, sc.order = sc.claims[:0], sc.order[:0]
+	clear(sc.holder)
+	clear(sc.beneath)
+	clear(sc.granted)
+	clear(sc.names)
 }
 
 // Result is the outcome of resolving one group.
@@ -93,6 +119,10 @@ func NewIndex(maxAddrs int) *Index {
 		pubs:      make(map[string]*source.Publication),
 		members:   make(map[string]map[string]struct{}),
 		published: make(map[string][]string),
+		scratch: scratch{
+			holder: make(map[string]string), beneath: make(map[string][]string),
+			granted: make(map[string][]claim), names: make(map[string]struct{}),
+		},
 		rev: reverse{
 			byName: make(map[string][]netip.Addr), byAddr: make(map[netip.Addr]*publishers),
 			touched: make(map[netip.Addr]was),
@@ -229,7 +259,9 @@ func (x *Index) Resolve(group string) Result {
 		res.Records[name] = nil
 	}
 
-	claims := make([]claim, 0, size)
+	sc := &x.scratch
+	defer sc.reset()
+	claims := slices.Grow(sc.claims[:0], size)
 	for src := range members {
 		pub := x.pubs[src]
 		objName := src[strings.LastIndexByte(src, '/')+1:]
@@ -240,11 +272,9 @@ func (x *Index) Resolve(group string) Result {
 		}
 	}
 	slices.SortFunc(claims, compareClaims)
+	sc.claims = claims
 
-	holder := make(map[string]string, len(claims))   // name -> namespace holding it
-	beneath := make(map[string][]string)             // name -> namespaces holding names beneath it
-	granted := make(map[string][]claim, len(claims)) // stored name -> granted claims, best first
-	order := make([]string, 0, len(claims))          // stored names in order of their first grant
+	holder, beneath, granted, order := sc.holder, sc.beneath, sc.granted, sc.order
 	for _, c := range claims {
 		if other, related := conflict(c, holder, beneath); other != "" {
 			res.Problems[c.pub.Source] = append(res.Problems[c.pub.Source], source.Problem{
@@ -267,8 +297,9 @@ func (x *Index) Resolve(group string) Result {
 		}
 		granted[stored] = append(granted[stored], c)
 	}
+	sc.order = order
 
-	names := make(map[string]struct{}, len(order))
+	names := sc.names
 	for _, stored := range order {
 		names[stored] = struct{}{}
 		recs := records(stored, granted[stored], x.maxAddrs, res.Problems)
