@@ -14,38 +14,32 @@ type sent struct {
 	lease int64
 }
 
-// sendLocked records the keys of a batch about to be committed, and
-// unsendLocked forgets them once it is committed or has failed.
-func (p *Publisher) sendLocked(batch []change) {
-	for i := range batch {
-		c := &batch[i]
-		switch {
-		case c.claimPut != nil:
-			p.sending[p.claimKey(c.name, p.cfg.Owner)] = sent{value: c.claimPut, lease: c.lease}
-		case c.claimDel:
-			p.sending[p.claimKey(c.name, p.cfg.Owner)] = sent{}
-		}
-		for _, w := range c.puts {
-			p.sending[w.key] = sent{value: w.value, lease: c.lease}
-		}
-		for _, key := range c.dels {
-			p.sending[key] = sent{}
-		}
-	}
-}
-
-func (p *Publisher) unsendLocked(batch []change) {
+// sendLocked records the keys of a batch about to be committed and returns
+// them, for unsendLocked to forget once the batch is committed or has failed.
+func (p *Publisher) sendLocked(batch []change) []string {
+	var keys []string
 	for i := range batch {
 		c := &batch[i]
 		if c.claimPut != nil || c.claimDel {
-			delete(p.sending, p.claimKey(c.name, p.cfg.Owner))
+			key := p.claimKey(c.name, p.cfg.Owner)
+			p.sending[key] = sent{value: c.claimPut, lease: c.lease}
+			keys = append(keys, key)
 		}
 		for _, w := range c.puts {
-			delete(p.sending, w.key)
+			p.sending[w.key] = sent{value: w.value, lease: c.lease}
+			keys = append(keys, w.key)
 		}
 		for _, key := range c.dels {
-			delete(p.sending, key)
+			p.sending[key] = sent{}
+			keys = append(keys, key)
 		}
+	}
+	return keys
+}
+
+func (p *Publisher) unsendLocked(keys []string) {
+	for _, key := range keys {
+		delete(p.sending, key)
 	}
 }
 

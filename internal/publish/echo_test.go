@@ -50,7 +50,7 @@ func TestEchoOfTransactionUnderWay(t *testing.T) {
 			p := New(nil, Config{Prefix: "/skydns", Owner: owner, ClaimPrefix: "/skylb/claims", Log: quiet()})
 			p.apply(tt.before, 4)
 			clear(p.dirty)
-			p.sendLocked(batch)
+			keys := p.sendLocked(batch)
 			if tt.claims {
 				p.applyClaims(tt.events, 5)
 			} else {
@@ -70,7 +70,7 @@ func TestEchoOfTransactionUnderWay(t *testing.T) {
 			if tt.claims && p.ownClaimLocked("web.example.org") == nil {
 				t.Error("the claim is not recorded in the view")
 			}
-			p.unsendLocked(batch)
+			p.unsendLocked(keys)
 			if len(p.sending) != 0 {
 				t.Errorf("keys left under way after the batch: %v", p.sending)
 			}

@@ -958,19 +958,20 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 	// revision 0 so that anything etcd reports supersedes them: each change is
 	// then logged and counted once.
 	var rev int64
+	var keys []string // the keys under way (echo.go)
 	if !p.cfg.DryRun {
 		// A transaction under way finishes even when ctx ends at shutdown; its
 		// own deadline bounds it.
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Timeout)
 		defer cancel()
 		p.mu.Lock()
-		p.sendLocked(batch)
+		keys = p.sendLocked(batch)
 		p.mu.Unlock()
 		resp, err := p.client.Txn(tctx).If(cmps...).Then(ops...).Commit()
 		p.count.noteTxn(err)
 		if err != nil || !resp.Succeeded {
 			p.mu.Lock()
-			p.unsendLocked(batch)
+			p.unsendLocked(keys)
 			p.mu.Unlock()
 		}
 		if err != nil {
@@ -995,7 +996,7 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 
 	p.mu.Lock()
 	p.committedLocked(batch, rev)
-	p.unsendLocked(batch)
+	p.unsendLocked(keys)
 	p.mu.Unlock()
 	p.logChanges(batch, rev)
 	return nil
