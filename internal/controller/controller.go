@@ -436,11 +436,12 @@ func canonicalPtr[T ~string](v T, known []T) *T {
 	return &v
 }
 
-// canonicalFamilies returns the element of families equal to f, or f.
+// canonicalFamilies returns the element of families equal to f, or f. Each
+// element is a literal, its capacity its length: an append copies it.
 func canonicalFamilies(f []corev1.IPFamily) []corev1.IPFamily {
 	for _, k := range families {
 		if slices.Equal(k, f) {
-			return k[:len(k):len(k)]
+			return k
 		}
 	}
 	return f
