@@ -16,8 +16,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
@@ -90,14 +91,30 @@ const byNode = "node"
 
 // Run watches Pods and Nodes and acts on them until ctx ends.
 func (k *Kubelet) Run(ctx context.Context) {
-	factory := informers.NewSharedInformerFactory(k.kube, 0)
-	podInf := factory.Core().V1().Pods()
-	nodeInf := factory.Core().V1().Nodes()
-	k.pods, k.nodeList = podInf.Lister(), nodeInf.Lister()
-	_ = podInf.Informer().AddIndexers(cache.Indexers{byNode: func(obj any) ([]string, error) {
+	// Two informers of their own rather than client-go's informer factory,
+	// which links the informers and listers of every API group.
+	pods := k.kube.CoreV1().Pods(metav1.NamespaceAll)
+	podInf := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return pods.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return pods.Watch(ctx, opts)
+		},
+	}, &corev1.Pod{}, 0, cache.Indexers{byNode: func(obj any) ([]string, error) {
 		return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
 	}})
-	k.podsIndex = podInf.Informer().GetIndexer()
+	nodes := k.kube.CoreV1().Nodes()
+	nodeInf := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return nodes.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return nodes.Watch(ctx, opts)
+		},
+	}, &corev1.Node{}, 0, cache.Indexers{})
+	k.podsIndex = podInf.GetIndexer()
+	k.pods, k.nodeList = corelisters.NewPodLister(k.podsIndex), corelisters.NewNodeLister(nodeInf.GetIndexer())
 	k.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 2*time.Second),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "stack-kubelet"})
@@ -108,7 +125,7 @@ func (k *Kubelet) Run(ctx context.Context) {
 			k.queue.Add(key)
 		}
 	}
-	_, _ = podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: func(obj any) {
@@ -136,15 +153,20 @@ func (k *Kubelet) Run(ctx context.Context) {
 			}
 		}
 	}
-	_, _ = nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    nodeChanged,
 		UpdateFunc: func(_, obj any) { nodeChanged(obj) },
 		DeleteFunc: nodeChanged,
 	})
 
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), podInf.Informer().HasSynced, nodeInf.Informer().HasSynced) {
+	var informers sync.WaitGroup
+	defer informers.Wait()
+	ictx, stop := context.WithCancel(ctx)
+	defer stop()
+	for _, inf := range []cache.SharedIndexInformer{podInf, nodeInf} {
+		informers.Go(func() { inf.RunWithContext(ictx) })
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced, nodeInf.HasSynced) {
 		return
 	}
 	k.adoptIPs()
