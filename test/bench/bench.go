@@ -44,6 +44,21 @@ type bench struct {
 // otherwise (address source auto, TTL 30, resync 5m, info logs).
 var skylbArgs = []string{"--log-level=info"}
 
+// srvPerPort is the number of SRV records skylb publishes for a named port:
+// 1, or 0 when the last --srv among skylbArgs turns them off.
+func srvPerPort() int {
+	n := 1
+	for _, a := range skylbArgs {
+		switch a {
+		case "--srv", "--srv=true":
+			n = 1
+		case "--srv=false":
+			n = 0
+		}
+	}
+	return n
+}
+
 func newBench(ctx context.Context, o options) (*bench, error) {
 	root, err := stack.FindRoot()
 	if err != nil {

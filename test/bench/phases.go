@@ -207,9 +207,10 @@ func (b *bench) coldStart(ctx context.Context, res *results) error {
 	}
 	sc := b.o.scale
 	// A record per Service and per Ingress, and one SRV record per named
-	// port: two for each Service of the large cluster, one for the pods
-	// Service.
-	c := &coldStart{Objects: sc.Services + sc.Ingresses + 1, Keys: 3*sc.Services + sc.Ingresses + 2}
+	// port (unless skylb runs with --srv=false): two for each Service of the
+	// large cluster, one for the pods Service.
+	srv := srvPerPort()
+	c := &coldStart{Objects: sc.Services + sc.Ingresses + 1, Keys: (1+2*srv)*sc.Services + sc.Ingresses + 1 + srv}
 	t := time.Now()
 	logf("creating %d Services and %d Ingresses in %d namespaces, with their status", sc.Services, sc.Ingresses, sc.Namespaces)
 	if err := populate(ctx, b.kube, sc, b.o.creators, logf); err != nil {

@@ -160,7 +160,7 @@ func (b *bench) scaleSkylb(ctx context.Context, sc scale) (*scaleFigures, error)
 	if err := b.clearRecords(ctx); err != nil {
 		return nil, err
 	}
-	f := &scaleFigures{Records: 3*sc.Services + sc.Ingresses}
+	f := &scaleFigures{Records: (1+2*srvPerPort())*sc.Services + sc.Ingresses}
 	f.Load[0] = loadAverage()
 	c := &coldStart{Keys: f.Records}
 	if err := b.skylbColdStart(ctx, c); err != nil {

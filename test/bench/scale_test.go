@@ -113,3 +113,23 @@ func TestAxisTicks(t *testing.T) {
 		})
 	}
 }
+
+func TestSRVPerPort(t *testing.T) {
+	defer func(saved []string) { skylbArgs = saved }(skylbArgs)
+	tests := []struct {
+		args []string
+		want int
+	}{
+		{args: nil, want: 1},
+		{args: []string{"--log-level=info"}, want: 1},
+		{args: []string{"--srv=false"}, want: 0},
+		{args: []string{"--srv=false", "--srv"}, want: 1},
+		{args: []string{"--srv=true", "--srv=false"}, want: 0},
+	}
+	for _, tt := range tests {
+		skylbArgs = tt.args
+		if got := srvPerPort(); got != tt.want {
+			t.Errorf("srvPerPort() with %q = %d, want %d", tt.args, got, tt.want)
+		}
+	}
+}
