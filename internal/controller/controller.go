@@ -311,7 +311,7 @@ func serviceNamespaces(sc scope.Scope, ingressService string) []string {
 // allowed kinds and namespaces, and the addresses in their status.
 // skylb never writes a cached object back: Service status is written as a
 // patch of the status alone. Whatever starts reading one of these fields must
-// keep it here.
+// keep it here. Services with equal ports share one list of them (portLists).
 func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
 	keepLabels := func(l map[string]string, also string) map[string]string {
 		if keepAll {
@@ -327,6 +327,7 @@ func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
 		}
 		return l
 	}
+	ports := newPortLists()
 	return func(obj any) (any, error) {
 		if acc, err := meta.Accessor(obj); err == nil {
 			acc.SetManagedFields(nil)
@@ -353,6 +354,7 @@ func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
 			for i, p := range o.Spec.Ports {
 				spec.Ports[i] = corev1.ServicePort{Name: p.Name, Port: p.Port, Protocol: canonical(p.Protocol, protocols)}
 			}
+			spec.Ports = ports.share(spec.Ports)
 			o.Spec = spec
 			for i := range o.Status.LoadBalancer.Ingress {
 				in := &o.Status.LoadBalancer.Ingress[i]

@@ -120,9 +120,21 @@ func TestStripperSharesCommonValues(t *testing.T) {
 	if sa.Status.LoadBalancer.Ingress[0].IPMode != sb.Status.LoadBalancer.Ingress[0].IPMode {
 		t.Error("the IP mode is kept once per status address")
 	}
+	if &sa.Spec.Ports[0] != &sb.Spec.Ports[0] {
+		t.Error("the ports are kept once per Service")
+	}
 	// An append to a shared list makes a copy.
 	if c := cap(sa.Spec.IPFamilies); c != len(sa.Spec.IPFamilies) {
 		t.Errorf("shared IP families have room to grow: cap %d", c)
+	}
+	if c := cap(sa.Spec.Ports); c != len(sa.Spec.Ports) {
+		t.Errorf("shared ports have room to grow: cap %d", c)
+	}
+	other := decoded()
+	other.Spec.Ports[1].Port = 10
+	c, _ := strip(other)
+	if sc := c.(*corev1.Service); &sc.Spec.Ports[0] == &sa.Spec.Ports[0] || sc.Spec.Ports[1].Port != 10 {
+		t.Errorf("a Service with other ports has the first one's: %+v", sc.Spec.Ports)
 	}
 }
 
