@@ -15,10 +15,9 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
@@ -93,26 +92,13 @@ const byNode = "node"
 func (k *Kubelet) Run(ctx context.Context) {
 	// Two informers of their own rather than client-go's informer factory,
 	// which links the informers and listers of every API group.
-	pods := k.kube.CoreV1().Pods(metav1.NamespaceAll)
-	podInf := cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return pods.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return pods.Watch(ctx, opts)
-		},
-	}, &corev1.Pod{}, 0, cache.Indexers{byNode: func(obj any) ([]string, error) {
-		return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
-	}})
-	nodes := k.kube.CoreV1().Nodes()
-	nodeInf := cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return nodes.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return nodes.Watch(ctx, opts)
-		},
-	}, &corev1.Node{}, 0, cache.Indexers{})
+	core := k.kube.CoreV1().RESTClient()
+	podInf := cache.NewSharedIndexInformer(cache.NewListWatchFromClient(core, "pods", metav1.NamespaceAll, fields.Everything()),
+		&corev1.Pod{}, 0, cache.Indexers{byNode: func(obj any) ([]string, error) {
+			return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
+		}})
+	nodeInf := cache.NewSharedIndexInformer(cache.NewListWatchFromClient(core, "nodes", metav1.NamespaceAll, fields.Everything()),
+		&corev1.Node{}, 0, cache.Indexers{})
 	k.podsIndex = podInf.GetIndexer()
 	k.pods, k.nodeList = corelisters.NewPodLister(k.podsIndex), corelisters.NewNodeLister(nodeInf.GetIndexer())
 	k.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
