@@ -31,11 +31,17 @@ func (c *Cluster) startNode(ctx context.Context, o Options, authority *ca, n *No
 	// The node's mount namespace, held by a sleeper: /run and /var are
 	// overlays whose upper directories are the node's, so that the paths
 	// containerd, runc and the kubelet hard-code (/run/containerd,
-	// /var/log/pods, /var/lib/cni...) are the node's own.
+	// /var/log/pods, /var/lib/cni...) are the node's own. The kubelet's
+	// root directory is made a shared mount of its own here, as the kubelet
+	// would at its start: it does that while it already creates its
+	// pod-resources socket in that directory, and a socket made before the
+	// bind mount cannot be renamed into place after it (EXDEV), which ends
+	// the kubelet.
 	ready := filepath.Join(n.Dir, "mntns.ready")
 	holder, err := c.startProc(n.Name+"/mntns", "unshare", "--mount", "--propagation", "private", "sh", "-ec",
 		fmt.Sprintf("mount -t overlay overlay -o lowerdir=/run,upperdir=%[1]s/run-up,workdir=%[1]s/run-work /run\n"+
 			"mount -t overlay overlay -o lowerdir=/var,upperdir=%[1]s/var-up,workdir=%[1]s/var-work /var\n"+
+			"mount --bind %[1]s/kubelet %[1]s/kubelet\nmount --make-rshared %[1]s/kubelet\n"+
 			"touch %[2]s\nexec sleep infinity", n.Dir, ready))
 	if err != nil {
 		return err

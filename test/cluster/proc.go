@@ -171,8 +171,11 @@ func ancestors() map[int]bool {
 	return out
 }
 
-// waitFor polls check every interval until it returns nil or the timeout
-// (or ctx) ends, and then returns its last error.
+// fatal is an error a wait does not retry.
+type fatal struct{ error }
+
+// waitFor polls check every interval until it returns nil, a fatal error,
+// or the timeout (or ctx) ends, and then returns its last error.
 func waitFor(ctx context.Context, timeout, interval time.Duration, what string, check func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -180,6 +183,10 @@ func waitFor(ctx context.Context, timeout, interval time.Duration, what string, 
 		err := check(ctx)
 		if err == nil {
 			return nil
+		}
+		var f fatal
+		if errors.As(err, &f) {
+			return fmt.Errorf("wait for %s: %w", what, f.error)
 		}
 		select {
 		case <-ctx.Done():

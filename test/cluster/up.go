@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,15 +57,43 @@ func (c *Cluster) up(ctx context.Context, o Options) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, 3*time.Minute, time.Second, "every node Ready", c.nodesReady); err != nil {
+	if err := waitFor(ctx, 3*time.Minute, time.Second, "every node Ready", c.whileRunning(c.nodesReady)); err != nil {
 		return err
 	}
 	c.logf("%d nodes Ready", len(c.Nodes))
-	if err := waitFor(ctx, 3*time.Minute, time.Second, "cluster DNS", c.dnsAnswers); err != nil {
-		return err
+	if err := waitFor(ctx, 3*time.Minute, time.Second, "cluster DNS", c.whileRunning(c.dnsAnswers)); err != nil {
+		out, _ := c.Kubectl(ctx, "-n", "kube-system", "get", "pods", "-o", "wide")
+		return fmt.Errorf("%w\nkube-system pods:\n%s", err, out)
 	}
 	c.logf("cluster DNS answers at %s", c.DNSIP)
 	return nil
+}
+
+// whileRunning returns check, which fails at once, for good, when a process
+// the cluster started has exited: no wait can succeed then, and the end of
+// its log says why.
+func (c *Cluster) whileRunning(check func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		c.mu.Lock()
+		procs := slices.Clone(c.st.Procs)
+		c.mu.Unlock()
+		for _, p := range procs {
+			if !p.alive() {
+				return fatal{fmt.Errorf("%s (pid %d) exited; the end of %s:\n%s", p.Name, p.PID, p.Log, logTail(p.Log, 10))}
+			}
+		}
+		return check(ctx)
+	}
+}
+
+// logTail returns the last n lines of the file.
+func logTail(file string, n int) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // nodesReady checks that every node is registered and Ready.
