@@ -168,11 +168,19 @@ func leaderKill(t *faultT) {
 		t.Errorf("burst: %v", err)
 	}
 	end := time.Now()
-	next, err := st.EtcdLeader(ctx)
+	// The burst may end before the remaining members have elected a leader.
+	var next stack.EtcdMember
+	for {
+		next, err = st.EtcdLeader(ctx)
+		if err == nil || time.Since(end) > 15*time.Second {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err != nil {
 		t.Errorf("after the kill: %v", err)
 	}
-	t.Notef("leader %s killed after %d of 500 changes, %s leads now; burst took %s", leader.Name, killedAt, next.Name, seconds(end.Sub(start)))
+	t.Notef("leader %s killed after %d of 500 changes, %s leads now (%s after the burst); burst took %s", leader.Name, killedAt, next.Name, seconds(time.Since(end)), seconds(end.Sub(start)))
 	settle(ctx, t, end, gone[:10])
 	if err := st.Proc(leader.Name).Restart(ctx); err != nil {
 		t.Fatalf("restart %s: %v", leader.Name, err)

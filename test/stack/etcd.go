@@ -124,6 +124,9 @@ func (s *Stack) EtcdLeader(ctx context.Context) (EtcdMember, error) {
 			return m, nil
 		}
 	}
+	if len(errs) == 0 {
+		return EtcdMember{}, errors.New("stack: no etcd member leads (an election may be under way)")
+	}
 	return EtcdMember{}, fmt.Errorf("stack: no etcd member leads: %w", errors.Join(errs...))
 }
 
