@@ -231,8 +231,14 @@ func (inv *Inventory) Report(self string) Report {
 		if r.Valid {
 			rec := skydns.Record{Name: r.Name, Host: r.Value.Host, Port: r.Value.Port}
 			l.Type, l.Host, l.Port, l.TTL = string(rec.Type()), rec.Host, rec.Port, r.Value.TTL
-			l.Owner, l.Foreign, l.Claim = r.Value.Owner, r.Value.Owner != "" && r.Value.Owner != self, claimOf(r.Name, r.Value.Owner)
-			seen[[2]string{r.Name, r.Value.Owner}] = true
+			// An SRV record is held by the claim of the name it points to;
+			// versions before claimed its own name.
+			claimed := r.Name
+			if !slices.ContainsFunc(claims[r.Name], func(c arbitrate.Claim) bool { return c.Owner == r.Value.Owner }) {
+				claimed = skydns.HeldBy(r.Name)
+			}
+			l.Owner, l.Foreign, l.Claim = r.Value.Owner, r.Value.Owner != "" && r.Value.Owner != self, claimOf(claimed, r.Value.Owner)
+			seen[[2]string{claimed, r.Value.Owner}] = true
 		}
 		lines = append(lines, l)
 	}

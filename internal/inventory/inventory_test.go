@@ -68,7 +68,7 @@ func TestReadAndWrite(t *testing.T) {
 	got := strings.Fields(strings.ReplaceAll(out.String(), "\n", " | "))
 	want := strings.Fields(`NAME TYPE HOST TTL OWNER CLAIM EXPIRES |
 1.2.0.192.in-addr.arpa PTR web.example.org 30 east holds never |
-_http._tcp.web.example.org SRV web.example.org:80 30 east - never |
+_http._tcp.web.example.org SRV web.example.org:80 30 east shares never |
 a.web.example.org - - - west (foreign) waits for north (nested) never |
 db.example.org CNAME db.example.net 30 east - never |
 example.org none example.org 30 east - never |

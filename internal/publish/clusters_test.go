@@ -387,29 +387,91 @@ func TestClustersNameAboveAnotherClustersIsRefused(t *testing.T) {
 	}
 }
 
-func TestClustersNestBeneathANameBothShare(t *testing.T) {
+// withSRV returns the records of a name with one address and an SRV record
+// beneath it, held with the name as a Service's named port is.
+func withSRV(name, host string) []skydns.Record {
+	return []skydns.Record{rec(name, host), {Name: "_http._tcp." + name, Host: name, Port: 80, TTL: 30, Source: "service/default/web"}}
+}
+
+func TestClustersSharingANameShareItsSRVRecords(t *testing.T) {
 	c, a, b := eastAndWest(t)
-	const (
-		upper = "web.example.org"
-		lower = "_http._tcp.web.example.org" // where a Service's SRV records are
-	)
-	a.set(upper, "192.0.2.1", true)
-	a.set(lower, "192.0.2.1", true)
+	const name = "web.example.org"
+	a.pub.Set(name, publish.Want{Records: withSRV(name, "192.0.2.1"), Shared: true})
 	waitIdle(t, a.pub)
-	b.set(upper, "192.0.2.2", true)
-	b.set(lower, "192.0.2.2", true)
+	b.pub.Set(name, publish.Want{Records: withSRV(name, "192.0.2.2"), Shared: true})
 	waitIdle(t, b.pub)
-	want := []string{"east=192.0.2.1", "east=192.0.2.1", "west=192.0.2.2", "west=192.0.2.2"}
-	if got := hosts(t, c, upper); !slices.Equal(got, want) {
-		t.Errorf("records at and beneath %s = %q, want %q", upper, got, want)
+	want := []string{"east=192.0.2.1", "east=web.example.org", "west=192.0.2.2", "west=web.example.org"}
+	if got := hosts(t, c, name); !slices.Equal(got, want) {
+		t.Errorf("records at and beneath %s = %q, want %q", name, got, want)
+	}
+	// The SRV records are held by the name's claim, not by claims of their own.
+	if got := claimsOf(t, c, "_http._tcp."+name); len(got) != 0 {
+		t.Errorf("claims on the SRV name = %q, want none", got)
 	}
 
-	// East no longer sharing the name takes back what is beneath it too.
-	a.set(upper, "192.0.2.1", false)
-	equalEventually(t, "records after east stops sharing", func() []string { return hosts(t, c, upper) }, "east=192.0.2.1", "east=192.0.2.1")
+	// East no longer sharing the name takes back its SRV records too.
+	a.pub.Set(name, publish.Want{Records: withSRV(name, "192.0.2.1")})
+	equalEventually(t, "records after east stops sharing", func() []string { return hosts(t, c, name) }, "east=192.0.2.1", "east=web.example.org")
 	// The decision is told once its transaction has committed: etcd shows
 	// it first.
-	equalEventually(t, "west's verdict on "+lower, func() []string { return []string{b.verdict(lower)} }, "refused beside east")
+	equalEventually(t, "west's verdict on "+name, func() []string { return []string{b.verdict(name)} }, "refused by east")
+}
+
+// Versions before the SRV records were held with their name claimed each SRV
+// name on its own. A start over such claims keeps the records as they are and
+// deletes the cluster's own claims on the SRV names; another cluster's are
+// left to it.
+func TestClaimsOfSRVNamesFromBeforeAreDropped(t *testing.T) {
+	c := etcdtest.Start(t).NewClient(t)
+	const name = "web.example.org"
+	recs := withSRV(name, "192.0.2.1")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, r := range recs {
+		k, v := skydns.Key("/skydns", "east", r), string(skydns.Encode("east", r))
+		if _, err := c.Put(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, owner := range []string{"east", "west"} {
+		for _, n := range []string{name, "_http._tcp." + name} {
+			if n == name && owner == "west" {
+				continue
+			}
+			if _, err := c.Put(ctx, "/skylb/claims/"+n+"/"+owner, `{"owner":"`+owner+`"}`); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	srvKey := skydns.Key("/skydns", "east", recs[1])
+	before, err := c.Get(ctx, srvKey)
+	if err != nil || len(before.Kvs) != 1 {
+		t.Fatalf("get %s: %v", srvKey, err)
+	}
+
+	// As the controller does: every name set, then Complete, then Run.
+	pub := publish.New(c, publish.Config{Prefix: "/skydns", Owner: "east", Timeout: 2 * time.Second, Log: quietLog(), ClaimPrefix: "/skylb/claims"})
+	pub.Set(name, publish.Want{Records: recs})
+	pub.Complete()
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pub.Run(runCtx)
+	}()
+	defer func() { stop(); <-done }()
+	equalEventually(t, "claims on the SRV name", func() []string { return claimsOf(t, c, "_http._tcp."+name) }, "west")
+	waitIdle(t, pub)
+	if got := claimsOf(t, c, name); !slices.Equal(got, []string{"east"}) {
+		t.Errorf("claims on %s = %q, want east's", name, got)
+	}
+	after, err := c.Get(ctx, srvKey)
+	if err != nil || len(after.Kvs) != 1 {
+		t.Fatalf("get %s: %v", srvKey, err)
+	}
+	if after.Kvs[0].ModRevision != before.Kvs[0].ModRevision {
+		t.Errorf("the SRV record was written again (revision %d, was %d): it should be kept as it is", after.Kvs[0].ModRevision, before.Kvs[0].ModRevision)
+	}
 }
 
 func TestClustersRacingForNestedNamesHaveOneWinner(t *testing.T) {

@@ -359,7 +359,9 @@ func trimSlash(s string) string {
 	return s
 }
 
-// Set replaces what is wanted at one stored name. Setting what a name has
+// Set replaces what is wanted at one stored name: its records and those kept
+// with it, whose owner names lie beneath it (SRV records; stored is
+// skydns.HeldBy of each record's name). Setting what a name has
 // already is cheap and changes nothing: the controller hands over every name
 // of a group whenever one object of the group changes.
 func (p *Publisher) Set(stored string, w Want) {

@@ -77,14 +77,15 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 	owned := make(map[string][]entry)
 	occupied := make(map[string]bool)
 	rev, err := p.listAt(ctx, p.dir, 0, func(kv *mvccpb.KeyValue) {
-		stored, label, ok := skydns.SplitKey(p.cfg.Prefix, string(kv.Key))
+		recName, label, ok := skydns.SplitKey(p.cfg.Prefix, string(kv.Key))
 		if !ok {
 			return
 		}
+		stored := skydns.HeldBy(recName)
 		if v, outside, mine := p.owns(kv.Value); mine {
 			owned[stored] = append(owned[stored], entry{key: string(kv.Key), sum: digestOf(kv.Value), host: v.Host, modRev: kv.ModRevision, lease: kv.Lease, outside: outside})
 			if bySource != nil && outside == "" && v.Source != "" {
-				bySource[v.Source] += skydns.Record{Name: stored, Host: v.Host, Port: v.Port}.Digest()
+				bySource[v.Source] += skydns.Record{Name: recName, Host: v.Host, Port: v.Port}.Digest()
 			}
 		} else if label == "" {
 			occupied[stored] = true // see atname.go
@@ -251,10 +252,11 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 	defer p.mu.Unlock()
 	for _, ev := range events {
 		key := string(ev.Kv.Key)
-		stored, label, ok := skydns.SplitKey(p.cfg.Prefix, key)
+		recName, label, ok := skydns.SplitKey(p.cfg.Prefix, key)
 		if !ok {
 			continue
 		}
+		stored := skydns.HeldBy(recName)
 		n := p.names[stored]
 		var old *entry
 		if n != nil {

@@ -249,7 +249,7 @@ func (x *Index) Resolve(group string) Result {
 	for src := range members {
 		pub := x.pubs[src]
 		size += len(pub.Names)
-		count += len(pub.Names) * (1 + len(pub.Ports))
+		count += len(pub.Names)
 	}
 	res := Result{
 		Records: make(map[string][]skydns.Record, max(count, len(x.published[group]))), Problems: make(map[string][]source.Problem),
@@ -302,24 +302,13 @@ func (x *Index) Resolve(group string) Result {
 	names := sc.names
 	for _, stored := range order {
 		names[stored] = struct{}{}
+		// The name's SRV records are kept with its records, under its
+		// claim: a cluster that shares the name decides on them as on it.
 		recs := records(stored, granted[stored], x.maxAddrs, res.Problems)
-		res.Records[stored] = recs
-		shared := !slices.ContainsFunc(granted[stored], func(c claim) bool { return !c.pub.Shared })
-		var cluster Cluster
-		if shared {
+		res.Records[stored] = appendSRV(recs, stored, granted[stored])
+		if !slices.ContainsFunc(granted[stored], func(c claim) bool { return !c.pub.Shared }) {
 			res.Shared[stored] = true
-			cluster = clusterOf(granted[stored], res.Problems)
-			res.Clusters[stored] = cluster
-		}
-		// The SRV records beneath a shared name follow it: each cluster
-		// decides on them as on the name.
-		for srvName, srv := range srvRecords(stored, granted[stored], recs) {
-			names[srvName] = struct{}{}
-			res.Records[srvName] = srv
-			if shared {
-				res.Shared[srvName] = true
-				res.Clusters[srvName] = cluster
-			}
+			res.Clusters[stored] = clusterOf(granted[stored], res.Problems)
 		}
 	}
 	if len(names) == 0 {
@@ -407,7 +396,12 @@ func records(stored string, claims []claim, maxAddrs int, problems map[string][]
 			}
 			addrs = addrs[:maxAddrs]
 		}
-		out := make([]skydns.Record, len(addrs))
+		// Room for the SRV records too (see appendSRV).
+		ports := 0
+		for _, c := range claims {
+			ports += len(c.pub.Ports)
+		}
+		out := make([]skydns.Record, len(addrs), len(addrs)+ports)
 		for i, a := range addrs {
 			src := claims[0].pub.Source
 			if sources != nil {
@@ -452,22 +446,23 @@ func records(stored string, claims []claim, maxAddrs int, problems map[string][]
 	return out
 }
 
-// srvRecords returns the SRV records of a name's granted claims, by stored
-// name: for each named port of each claim, _<port>._<protocol>.<name> with
-// the name itself as the target. They are stored beneath the name, where
-// CoreDNS reads them for the name's own A and AAAA queries too, and skips
-// them there: a record whose host is the queried name or lies beneath it is
-// a loop to CoreDNS, never an answer. A name without addresses (a CNAME or
-// nothing) gets none, since an SRV target must have addresses (RFC 2782),
-// and neither does the apex, stored apart from the names beneath it.
-func srvRecords(stored string, claims []claim, recs []skydns.Record) map[string][]skydns.Record {
+// appendSRV appends to recs, the records of a name's granted claims, their
+// SRV records: for each named port of each claim, _<port>._<protocol>.<name>
+// with the name itself as the target, one per distinct port. They are stored
+// beneath the name, where CoreDNS reads them for the name's own A and AAAA
+// queries too, and skips them there: a record whose host is the queried name
+// or lies beneath it is a loop to CoreDNS, never an answer. A name without
+// addresses (a CNAME or nothing) gets none, since an SRV target must have
+// addresses (RFC 2782), and neither does the apex, stored apart from the
+// names beneath it.
+func appendSRV(recs []skydns.Record, stored string, claims []claim) []skydns.Record {
 	if len(recs) == 0 || claims[0].name.Apex() {
-		return nil
+		return recs
 	}
 	if t := recs[0].Type(); t != skydns.A && t != skydns.AAAA {
-		return nil
+		return recs
 	}
-	out := make(map[string][]skydns.Record)
+	addrs := len(recs)
 	for _, c := range claims {
 		for _, p := range c.pub.Ports {
 			name := p.Label() + "." + stored
@@ -475,12 +470,12 @@ func srvRecords(stored string, claims []claim, recs []skydns.Record) map[string]
 				continue
 			}
 			r := skydns.Record{Name: name, Host: stored, Port: p.Number, TTL: recs[0].TTL, Source: c.pub.Source}
-			if !slices.ContainsFunc(out[name], func(o skydns.Record) bool { return o.Port == r.Port }) {
-				out[name] = append(out[name], r)
+			if !slices.ContainsFunc(recs[addrs:], func(o skydns.Record) bool { return o.Name == r.Name && o.Port == r.Port }) {
+				recs = append(recs, r)
 			}
 		}
 	}
-	return out
+	return recs
 }
 
 func addProblem(problems map[string][]source.Problem, src string, p source.Problem) {

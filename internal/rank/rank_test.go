@@ -167,18 +167,22 @@ func TestResolve(t *testing.T) {
 			},
 		},
 		{
-			name: "named ports give SRV records beneath every name, targeting the name",
+			name: "named ports give SRV records beneath every name, targeting the name, kept with its records",
 			pubs: []*source.Publication{
 				pub("service/shop/web", 0, generated("web.shop.example.org"), names("shop.example.com"), addrs("192.0.2.10"),
 					ports(source.Port{Name: "http", Protocol: "tcp", Number: 80}, source.Port{Name: "sip", Protocol: "udp", Number: 5060})),
 			},
 			wantRecords: map[string][]skydns.Record{
-				"web.shop.example.org":            {rec("web.shop.example.org", "192.0.2.10", 300, "service/shop/web")},
-				"_http._tcp.web.shop.example.org": {srv("_http._tcp.web.shop.example.org", "web.shop.example.org", 80, 300, "service/shop/web")},
-				"_sip._udp.web.shop.example.org":  {srv("_sip._udp.web.shop.example.org", "web.shop.example.org", 5060, 300, "service/shop/web")},
-				"shop.example.com":                {rec("shop.example.com", "192.0.2.10", 300, "service/shop/web")},
-				"_http._tcp.shop.example.com":     {srv("_http._tcp.shop.example.com", "shop.example.com", 80, 300, "service/shop/web")},
-				"_sip._udp.shop.example.com":      {srv("_sip._udp.shop.example.com", "shop.example.com", 5060, 300, "service/shop/web")},
+				"web.shop.example.org": {
+					rec("web.shop.example.org", "192.0.2.10", 300, "service/shop/web"),
+					srv("_http._tcp.web.shop.example.org", "web.shop.example.org", 80, 300, "service/shop/web"),
+					srv("_sip._udp.web.shop.example.org", "web.shop.example.org", 5060, 300, "service/shop/web"),
+				},
+				"shop.example.com": {
+					rec("shop.example.com", "192.0.2.10", 300, "service/shop/web"),
+					srv("_http._tcp.shop.example.com", "shop.example.com", 80, 300, "service/shop/web"),
+					srv("_sip._udp.shop.example.com", "shop.example.com", 5060, 300, "service/shop/web"),
+				},
 			},
 		},
 		{
@@ -189,8 +193,8 @@ func TestResolve(t *testing.T) {
 					ports(source.Port{Name: "http", Protocol: "tcp", Number: 80}, source.Port{Name: "http", Protocol: "tcp", Number: 8080})),
 			},
 			wantRecords: map[string][]skydns.Record{
-				"shop.example.com": {rec("shop.example.com", "192.0.2.10", 60, "service/shop/a"), rec("shop.example.com", "192.0.2.11", 60, "service/shop/b")},
-				"_http._tcp.shop.example.com": {
+				"shop.example.com": {
+					rec("shop.example.com", "192.0.2.10", 60, "service/shop/a"), rec("shop.example.com", "192.0.2.11", 60, "service/shop/b"),
 					srv("_http._tcp.shop.example.com", "shop.example.com", 80, 60, "service/shop/a"),
 					srv("_http._tcp.shop.example.com", "shop.example.com", 8080, 60, "service/shop/b"),
 				},
@@ -1026,8 +1030,8 @@ func TestClusters(t *testing.T) {
 			if diff := gocmp.Diff(tt.want, res.Clusters["www.shop.example.org"]); diff != "" {
 				t.Errorf("Clusters mismatch (-want +got):\n%s", diff)
 			}
-			if got := res.Clusters["_http._tcp.www.shop.example.org"]; got != tt.want {
-				t.Errorf("Clusters of the SRV name = %+v, want those of the name, %+v", got, tt.want)
+			if got := res.Records["www.shop.example.org"]; !slices.ContainsFunc(got, func(r skydns.Record) bool { return r.Name == "_http._tcp.www.shop.example.org" }) {
+				t.Errorf("records of the name = %v, want its SRV record among them, which follows its cluster decision", got)
 			}
 			var told []string
 			for src, ps := range res.Problems {

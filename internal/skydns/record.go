@@ -44,7 +44,10 @@ const MaxOwnerLength = 63 - 1 - hashLength
 
 // Record is one DNS record of a name, as skylb publishes it.
 type Record struct {
-	Name   string // the stored name, normalised, without trailing dot
+	// Name is the record's owner name, normalised, without trailing dot:
+	// the stored name, or for an SRV record _<service>._<protocol>.<stored
+	// name>, kept with the records of the name it points to (see HeldBy).
+	Name   string
 	Host   string // IP address or target name
 	Port   int    // SRV port, 0 otherwise
 	TTL    uint32
@@ -67,6 +70,25 @@ func AtName(name string) bool {
 	}
 	_, ok := dnsname.ReverseAddr(name)
 	return ok
+}
+
+// HeldBy returns the stored name whose records include those of name: for an
+// SRV owner name, _<service>._<protocol>.<name>, the name beneath which they
+// are stored and whose claim holds them (their target, which they follow);
+// any other name is its own. No hostname has a label beginning with "_", so
+// the first two labels tell them apart.
+func HeldBy(name string) string {
+	if !strings.HasPrefix(name, "_") {
+		return name
+	}
+	_, rest, ok := strings.Cut(name, ".")
+	if !ok || !strings.HasPrefix(rest, "_") {
+		return name
+	}
+	if _, rest, ok = strings.Cut(rest, "."); !ok || rest == "" {
+		return name
+	}
+	return rest
 }
 
 // Type returns the DNS type CoreDNS serves the record as.

@@ -54,6 +54,25 @@ func TestApexName(t *testing.T) {
 	}
 }
 
+func TestHeldBy(t *testing.T) {
+	for in, want := range map[string]string{
+		"_http._tcp.web.example.org":      "web.example.org",
+		"_sip._udp.shop.example.com":      "shop.example.com",
+		"web.example.org":                 "web.example.org",
+		"apex.dns.example.org":            "apex.dns.example.org",
+		"10.2.0.192.in-addr.arpa":         "10.2.0.192.in-addr.arpa",
+		"_http.web.example.org":           "_http.web.example.org", // one label: not an SRV name
+		"_http._tcp":                      "_http._tcp",
+		"_http._tcp.":                     "_http._tcp.",
+		"_a._b._c.web.example.org":        "_c.web.example.org",
+		"_http._tcp.www.shop.example.org": "www.shop.example.org",
+	} {
+		if got := HeldBy(in); got != want {
+			t.Errorf("HeldBy(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // hashOf computes the content hash of a key label independently of Label.
 func hashOf(content string) string {
 	sum := sha256.Sum256([]byte(content))

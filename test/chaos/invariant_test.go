@@ -106,14 +106,14 @@ func desired(ctx context.Context) (desiredState, error) {
 			continue
 		}
 		d.claimed[name] = true
-		// Each named port has an SRV record beneath the name, targeting it.
+		// Each named port has an SRV record beneath the name, targeting it,
+		// held by the name's claim.
 		for _, p := range svc.Spec.Ports {
 			if p.Name == "" {
 				continue
 			}
 			srv := "_" + p.Name + "._" + strings.ToLower(string(p.Protocol)) + "." + name
 			d.records[srvKey(srv, name, int(p.Port))] = value{Host: name, Port: int(p.Port), TTL: ttl, Owner: owner, Source: "service/" + svc.Namespace + "/" + svc.Name}
-			d.claimed[srv] = true
 		}
 	}
 	return d, nil
