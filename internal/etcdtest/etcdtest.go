@@ -9,12 +9,15 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,42 +55,62 @@ func Start(t testing.TB) *Server {
 	s.cfg.Logger = "zap"
 	s.cfg.LogLevel = "error"
 	s.cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	client := freeURL(t, "https")
-	peer := freeURL(t, "http")
-	s.cfg.ListenClientUrls = []url.URL{client}
-	s.cfg.AdvertiseClientUrls = []url.URL{client}
-	s.cfg.ListenPeerUrls = []url.URL{peer}
-	s.cfg.AdvertisePeerUrls = []url.URL{peer}
-	s.cfg.InitialCluster = s.cfg.InitialClusterFromName(s.cfg.Name)
 	s.cfg.ClientTLSInfo.CertFile = filepath.Join(dir, "server.crt")
 	s.cfg.ClientTLSInfo.KeyFile = filepath.Join(dir, "server.key")
 	s.cfg.ClientTLSInfo.TrustedCAFile = filepath.Join(dir, "ca.crt")
 	s.cfg.ClientTLSInfo.ClientCertAuth = true
-	s.Endpoint = client.String()
+	// A free port may be taken by another process between the check and
+	// etcd's listen: then etcd starts again on others.
+	for attempt := 1; ; attempt++ {
+		client := freeURL(t, "https")
+		peer := freeURL(t, "http")
+		s.cfg.ListenClientUrls = []url.URL{client}
+		s.cfg.AdvertiseClientUrls = []url.URL{client}
+		s.cfg.ListenPeerUrls = []url.URL{peer}
+		s.cfg.AdvertisePeerUrls = []url.URL{peer}
+		s.cfg.InitialCluster = s.cfg.InitialClusterFromName(s.cfg.Name)
+		s.Endpoint = client.String()
+		err := s.tryStart()
+		if err == nil {
+			break
+		}
+		// embed does not always wrap the listener's error.
+		inUse := errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+		if !inUse || attempt == 5 {
+			t.Fatalf("start etcd: %v", err)
+		}
+		os.RemoveAll(s.cfg.Dir)
+	}
 	s.Client = etcdclient.Config{
 		Endpoints: []string{s.Endpoint},
 		CAFile:    filepath.Join(dir, "ca.crt"),
 		CertFile:  filepath.Join(dir, "skylb.crt"),
 		KeyFile:   filepath.Join(dir, "skylb.key"),
 	}
-	s.start()
 	t.Cleanup(s.Stop)
 	return s
 }
 
 func (s *Server) start() {
 	s.t.Helper()
+	if err := s.tryStart(); err != nil {
+		s.t.Fatalf("start etcd: %v", err)
+	}
+}
+
+func (s *Server) tryStart() error {
 	e, err := embed.StartEtcd(s.cfg)
 	if err != nil {
-		s.t.Fatalf("start etcd: %v", err)
+		return err
 	}
 	select {
 	case <-e.Server.ReadyNotify():
 	case <-time.After(30 * time.Second):
 		e.Close()
-		s.t.Fatal("etcd did not become ready within 30s")
+		return errors.New("etcd did not become ready within 30s")
 	}
 	s.etcd = e
+	return nil
 }
 
 // Stop stops the server; its data stays for Restart.
