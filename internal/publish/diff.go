@@ -72,7 +72,7 @@ func diff(wanted []want, lease int64, actual []entry, atName bool) keyChange {
 		}
 	}
 	for _, e := range actual {
-		if e.deleted || e.outside != "" {
+		if e.deleted || e.outside {
 			continue
 		}
 		if _, ok := slices.BinarySearchFunc(wanted, e.key, func(w want, key string) int { return strings.Compare(w.key, key) }); ok {

@@ -22,7 +22,7 @@ func TestDiff(t *testing.T) {
 	c := wantOf("/skydns/org/example/web/x-c", "192.0.2.3")
 	added := func(w want) want { w.added = true; return w }
 	tombstone := func(w want) entry { return entry{key: w.key, modRev: 8, deleted: true} }
-	outside := func(w want) entry { e := entryOf(w, 0); e.outside = "ingress/shop/web"; return e }
+	outside := func(w want) entry { e := entryOf(w, 0); e.outside = true; return e }
 	tests := []struct {
 		name   string
 		wanted []want

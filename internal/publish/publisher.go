@@ -129,9 +129,10 @@ type entry struct {
 	modRev  int64
 	lease   int64
 	deleted bool
-	// outside is the source of a key of Owner's that this Publisher does
-	// not own (see Config.Owns), empty for one it owns: it is never deleted.
-	outside string
+	// outside marks a key of Owner's that this Publisher does not own (see
+	// Config.Owns): it is never deleted. Its source is in name.outside, so
+	// that an entry takes 64 bytes rather than 80.
+	outside bool
 }
 
 // digest identifies a value: the first 64 bits of its SHA-256, so that any
@@ -198,6 +199,9 @@ type name struct {
 	// included, sorted by owner (see claims.go). A name other clusters
 	// claim is kept for their claims alone (see othersOnly).
 	claims []claimEntry
+	// outside holds the source of each key of actual outside what this
+	// Publisher owns, by key; nil when there is none, as almost always.
+	outside map[string]string
 }
 
 // newName returns the name stored with nothing wanted and no keys.
@@ -231,8 +235,17 @@ func find(entries []entry, key string) *entry {
 	return nil
 }
 
-// put adds or replaces the entry of e.key.
-func (n *name) put(e entry) {
+// put adds or replaces the entry of e.key; src is the source of a key outside
+// what the Publisher owns (e.outside), empty otherwise.
+func (n *name) put(e entry, src string) {
+	if e.outside {
+		if n.outside == nil {
+			n.outside = make(map[string]string)
+		}
+		n.outside[e.key] = src
+	} else if n.outside != nil {
+		n.forgetOutside(e.key)
+	}
 	i, ok := slices.BinarySearchFunc(n.actual, e.key, cmpKey)
 	if ok {
 		n.actual[i] = e
@@ -241,10 +254,18 @@ func (n *name) put(e entry) {
 	n.actual = slices.Insert(n.actual, i, e)
 }
 
+// forgetOutside drops the source of key, if it was outside.
+func (n *name) forgetOutside(key string) {
+	delete(n.outside, key)
+	if len(n.outside) == 0 {
+		n.outside = nil
+	}
+}
+
 // holdsOutside reports whether the name holds a key of Owner's from
 // outside what this Publisher owns.
 func (n *name) holdsOutside() bool {
-	return slices.ContainsFunc(n.actual, func(e entry) bool { return e.outside != "" && !e.deleted })
+	return slices.ContainsFunc(n.actual, func(e entry) bool { return e.outside && !e.deleted })
 }
 
 // heldOutside returns the sources of the records of Owner's outside what this
@@ -261,8 +282,8 @@ func heldOutside(n *name) []string {
 	}
 	var out []string
 	for _, e := range n.actual {
-		if e.outside != "" && !e.deleted && !wanted[sourceNamespace(e.outside)] && !slices.Contains(out, e.outside) {
-			out = append(out, e.outside)
+		if src := n.outside[e.key]; e.outside && !e.deleted && !wanted[sourceNamespace(src)] && !slices.Contains(out, src) {
+			out = append(out, src)
 		}
 	}
 	slices.Sort(out)
@@ -280,6 +301,7 @@ func sourceNamespace(src string) string {
 func (n *name) remove(key string) {
 	if i, ok := slices.BinarySearchFunc(n.actual, key, cmpKey); ok {
 		n.actual = slices.Delete(n.actual, i, i+1)
+		n.forgetOutside(key)
 	}
 }
 
@@ -857,7 +879,7 @@ func (p *Publisher) ownedLocked(marked map[string]bool) (owned, bound int) {
 	for stored, n := range p.names {
 		event, ok := marked[stored]
 		for _, e := range n.actual {
-			if !e.deleted && e.outside == "" {
+			if !e.deleted && !e.outside {
 				owned++
 				if ok && !event {
 					bound++
@@ -925,7 +947,7 @@ func (p *Publisher) CountOutside() int {
 	n := 0
 	for _, nm := range p.names {
 		for _, e := range nm.actual {
-			if e.outside != "" && !e.deleted {
+			if e.outside && !e.deleted {
 				n++
 			}
 		}
@@ -1010,7 +1032,15 @@ func (p *Publisher) committedLocked(batch []change, rev int64) {
 	for _, c := range batch {
 		n := p.names[c.name]
 		for _, w := range c.puts {
-			n.put(entry{key: w.key, sum: digestOf(w.value), host: w.host, modRev: rev, lease: c.lease})
+			n.put(entry{key: w.key, sum: digestOf(w.value), host: w.host, modRev: rev, lease: c.lease}, "")
+		}
+		// The keys come one by one, from the watch's echo or from here, and
+		// the slice grows by doubling: a name with an address and two SRV
+		// records would keep room for four keys. The view holds a name's
+		// keys for as long as it is published, so it holds them without
+		// the room.
+		if len(c.puts) > 0 && cap(n.actual) > len(n.actual)+len(n.actual)/4 {
+			n.actual = slices.Clone(n.actual)
 		}
 		switch {
 		case c.claimPut != nil:
@@ -1024,7 +1054,7 @@ func (p *Publisher) committedLocked(batch []change, rev int64) {
 			p.removeClaimLocked(c.name, p.cfg.Owner)
 		}
 		for _, key := range c.dels {
-			n.put(entry{key: key, modRev: rev, deleted: true})
+			n.put(entry{key: key, modRev: rev, deleted: true}, "")
 			p.tombs = append(p.tombs, tomb{name: c.name, key: key, rev: rev})
 		}
 		switch c.handover {

@@ -75,6 +75,7 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 	p.mu.Unlock()
 
 	owned := make(map[string][]entry)
+	outsideOf := make(map[string]map[string]string) // stored name -> key -> source (see name.outside)
 	occupied := make(map[string]bool)
 	rev, err := p.listAt(ctx, p.dir, 0, func(kv *mvccpb.KeyValue) {
 		recName, label, ok := skydns.SplitKey(p.cfg.Prefix, string(kv.Key))
@@ -83,7 +84,13 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 		}
 		stored := skydns.HeldBy(recName)
 		if v, outside, mine := p.owns(kv.Value); mine {
-			owned[stored] = append(owned[stored], entry{key: string(kv.Key), sum: digestOf(kv.Value), host: v.Host, modRev: kv.ModRevision, lease: kv.Lease, outside: outside})
+			owned[stored] = append(owned[stored], entry{key: string(kv.Key), sum: digestOf(kv.Value), host: v.Host, modRev: kv.ModRevision, lease: kv.Lease, outside: outside != ""})
+			if outside != "" {
+				if outsideOf[stored] == nil {
+					outsideOf[stored] = make(map[string]string)
+				}
+				outsideOf[stored][string(kv.Key)] = outside
+			}
 			if bySource != nil && outside == "" && v.Source != "" {
 				bySource[v.Source] += skydns.Record{Name: recName, Host: v.Host, Port: v.Port}.Digest()
 			}
@@ -108,6 +115,7 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 		slices.SortFunc(actual, func(a, b entry) int { return strings.Compare(a.key, b.key) })
 	}
 	spread(p.names, owned, func(n *name, actual []entry) { n.actual = actual })
+	spread(p.names, outsideOf, func(n *name, m map[string]string) { n.outside = m })
 	spread(p.names, claims, func(n *name, list []claimEntry) { n.claims = list })
 	p.claimsRev = rev
 	p.occupied = occupied
@@ -279,7 +287,7 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 				n = newName(stored)
 				p.names[stored] = n
 			}
-			n.put(entry{key: key, sum: digestOf(ev.Kv.Value), host: v.Host, modRev: ev.Kv.ModRevision, lease: ev.Kv.Lease, outside: outside})
+			n.put(entry{key: key, sum: digestOf(ev.Kv.Value), host: v.Host, modRev: ev.Kv.ModRevision, lease: ev.Kv.Lease, outside: outside != ""}, outside)
 		case old != nil:
 			// Deleted, or overwritten with something that is not skylb's.
 			n.remove(key)
