@@ -39,7 +39,7 @@ func BenchmarkResyncClaimed(b *testing.B) {
 	p.mu.Lock()
 	for stored, n := range p.names {
 		for _, w := range p.wants(n.records) {
-			n.put(entry{key: w.key, sum: digestOf(w.value), host: w.host, modRev: 1}, "")
+			n.put(entry{key: p.relKey(stored, w.key), sum: digestOf(w.value), host: w.host, modRev: 1}, "")
 		}
 		p.putClaimLocked(stored, claimEntry{owner: "bench", value: p.encodeClaim(false), created: 1, modRev: 1})
 	}

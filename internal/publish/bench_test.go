@@ -41,7 +41,7 @@ func BenchmarkDiff(b *testing.B) {
 			// The view holds all but the last record.
 			nm := p.names["web.shop.example.org"]
 			for _, w := range p.wants(nm.records)[:n-1] {
-				nm.put(entry{key: w.key, sum: digestOf(w.value), host: w.host, modRev: 1}, "")
+				nm.put(entry{key: p.relKey("web.shop.example.org", w.key), sum: digestOf(w.value), host: w.host, modRev: 1}, "")
 			}
 			b.ResetTimer()
 			for range b.N {

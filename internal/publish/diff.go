@@ -53,11 +53,12 @@ type keyChange struct {
 // deleted, unless it lies outside what skylb owns. A tombstone is never
 // deleted again. For a name stored at its name (atName), each key written or
 // deleted is guarded: it must be absent, or this cluster's at the revision the
-// view holds.
-func diff(wanted []want, lease int64, actual []entry, atName bool) keyChange {
+// view holds. The wanted keys are whole, those of actual relative to base, the
+// name's path (see entry.key); the keys of the change are whole.
+func diff(wanted []want, base string, lease int64, actual []entry, atName bool) keyChange {
 	var c keyChange
 	for _, w := range wanted {
-		e := find(actual, w.key)
+		e := find(actual, w.key[len(base):])
 		if e != nil && !e.deleted && e.sum == digestOf(w.value) && e.lease == lease {
 			continue
 		}
@@ -75,13 +76,14 @@ func diff(wanted []want, lease int64, actual []entry, atName bool) keyChange {
 		if e.deleted || e.outside {
 			continue
 		}
-		if _, ok := slices.BinarySearchFunc(wanted, e.key, func(w want, key string) int { return strings.Compare(w.key, key) }); ok {
+		if _, ok := slices.BinarySearchFunc(wanted, e.key, func(w want, rel string) int { return strings.Compare(w.key[len(base):], rel) }); ok {
 			continue
 		}
-		c.dels = append(c.dels, e.key)
+		key := base + e.key
+		c.dels = append(c.dels, key)
 		c.removed = append(c.removed, e.host)
 		if atName {
-			c.guards = append(c.guards, keyCond{key: e.key, modRev: e.modRev})
+			c.guards = append(c.guards, keyCond{key: key, modRev: e.modRev})
 		}
 	}
 	return c

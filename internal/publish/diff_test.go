@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,9 +12,23 @@ func wantOf(key, host string) want {
 	return want{key: key, value: []byte(`"` + host + `"`), host: host}
 }
 
+// The paths of the names of the tests: the view holds keys relative to them.
+const (
+	webBase = "/skydns/org/example/web"
+	ptrBase = "/skydns/arpa/in-addr/192/0/2/10"
+)
+
+// rel returns a key of either name relative to the name's path.
+func rel(key string) string {
+	if strings.HasPrefix(key, ptrBase) {
+		return key[len(ptrBase):]
+	}
+	return key[len(webBase):]
+}
+
 // entryOf returns the view's entry of a key holding w's value under lease.
 func entryOf(w want, lease int64) entry {
-	return entry{key: w.key, sum: digestOf(w.value), host: w.host, modRev: 7, lease: lease}
+	return entry{key: rel(w.key), sum: digestOf(w.value), host: w.host, modRev: 7, lease: lease}
 }
 
 func TestDiff(t *testing.T) {
@@ -21,7 +36,8 @@ func TestDiff(t *testing.T) {
 	b := wantOf("/skydns/org/example/web/x-b", "192.0.2.2")
 	c := wantOf("/skydns/org/example/web/x-c", "192.0.2.3")
 	added := func(w want) want { w.added = true; return w }
-	tombstone := func(w want) entry { return entry{key: w.key, modRev: 8, deleted: true} }
+	tombstone := func(w want) entry { return entry{key: rel(w.key), modRev: 8, deleted: true} }
+	sub := wantOf(webBase+"/_tcp/_http/x-a", "web.example.org")
 	outside := func(w want) entry { e := entryOf(w, 0); e.outside = true; return e }
 	tests := []struct {
 		name   string
@@ -65,6 +81,12 @@ func TestDiff(t *testing.T) {
 			lease:  4,
 			actual: []entry{entryOf(a, 3)},
 			want:   keyChange{puts: []want{a}},
+		},
+		{
+			name:   "the keys of SRV records beneath the name are the name's too",
+			wanted: []want{sub, b},
+			actual: []entry{entryOf(sub, 0), entryOf(a, 0)},
+			want:   keyChange{puts: []want{added(b)}, dels: []string{a.key}, removed: []string{a.host}},
 		},
 		{
 			name:   "another value of the same host is written, its host not added",
@@ -115,7 +137,7 @@ func TestDiff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := diff(tt.wanted, tt.lease, tt.actual, false)
+			got := diff(tt.wanted, webBase, tt.lease, tt.actual, false)
 			if d := cmp.Diff(tt.want, got, cmp.AllowUnexported(keyChange{}, want{})); d != "" {
 				t.Errorf("diff() (-want +got):\n%s", d)
 			}
@@ -147,7 +169,7 @@ func TestDiffAtName(t *testing.T) {
 		{
 			name:   "a key written again after skylb deleted it must be absent",
 			wanted: []want{a},
-			actual: []entry{{key: a.key, modRev: 8, deleted: true}},
+			actual: []entry{{key: rel(a.key), modRev: 8, deleted: true}},
 			want:   keyChange{puts: []want{added(a)}, guards: []keyCond{{key: a.key}}},
 		},
 		{
@@ -163,7 +185,7 @@ func TestDiffAtName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := diff(tt.wanted, 0, tt.actual, true)
+			got := diff(tt.wanted, ptrBase, 0, tt.actual, true)
 			if d := cmp.Diff(tt.want, got, cmp.AllowUnexported(keyChange{}, want{}, keyCond{})); d != "" {
 				t.Errorf("diff() (-want +got):\n%s", d)
 			}

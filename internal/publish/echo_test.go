@@ -63,7 +63,7 @@ func TestEchoOfTransactionUnderWay(t *testing.T) {
 				t.Error("old.example.org marked by the delete under way")
 			}
 			if ev := tt.events[len(tt.events)-1]; string(ev.Kv.Key) == key && ev.Type == mvccpb.PUT {
-				if n := p.names["web.example.org"]; n == nil || n.find(key) == nil {
+				if n := p.names["web.example.org"]; n == nil || n.find(p.relKey("web.example.org", key)) == nil {
 					t.Errorf("the change is not recorded in the view: %+v", n)
 				}
 			}

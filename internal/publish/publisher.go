@@ -121,6 +121,10 @@ func (c *Config) defaults() {
 
 // entry is a key of skylb's in the view, or a tombstone of one it deleted.
 type entry struct {
+	// key is the key relative to its name's path (see keyBase): the path is
+	// the same for every key of the name, and the rest takes a third of the
+	// room ("/default-1c2a3c7b5f1e", "/_tcp/_http/default-…", or empty at a
+	// name stored at its name).
 	key string
 	// sum is a digest of the value (see digest): the view only compares
 	// values, and a digest takes a tenth of the room of a value.
@@ -235,9 +239,19 @@ func find(entries []entry, key string) *entry {
 	return nil
 }
 
-// put adds or replaces the entry of e.key; src is the source of a key outside
-// what the Publisher owns (e.outside), empty otherwise.
-func (n *name) put(e entry, src string) {
+// put adds or replaces the entry of e.key, and returns the key as the view
+// holds it: e.key may be part of a longer string, which the view does not
+// keep. src is the source of a key outside what the Publisher owns
+// (e.outside), empty otherwise.
+func (n *name) put(e entry, src string) string {
+	i, ok := slices.BinarySearchFunc(n.actual, e.key, cmpKey)
+	if ok {
+		e.key = n.actual[i].key
+		n.actual[i] = e
+	} else {
+		e.key = strings.Clone(e.key)
+		n.actual = slices.Insert(n.actual, i, e)
+	}
 	if e.outside {
 		if n.outside == nil {
 			n.outside = make(map[string]string)
@@ -246,12 +260,7 @@ func (n *name) put(e entry, src string) {
 	} else if n.outside != nil {
 		n.forgetOutside(e.key)
 	}
-	i, ok := slices.BinarySearchFunc(n.actual, e.key, cmpKey)
-	if ok {
-		n.actual[i] = e
-		return
-	}
-	n.actual = slices.Insert(n.actual, i, e)
+	return e.key
 }
 
 // forgetOutside drops the source of key, if it was outside.
@@ -306,6 +315,18 @@ func (n *name) remove(key string) {
 }
 
 func cmpKey(e entry, key string) int { return strings.Compare(e.key, key) }
+
+// keyBase returns the path of a stored name, which every key of the name
+// begins with: its SRV records' keys lie beneath it too (skydns.HeldBy).
+func (p *Publisher) keyBase(stored string) string { return skydns.Path(p.cfg.Prefix, stored) }
+
+// relKey returns key relative to the path of stored, a part of key.
+func (p *Publisher) relKey(stored, key string) string { return key[p.keyBaseLen(stored):] }
+
+// keyBaseLen returns len(p.keyBase(stored)) without building the path.
+func (p *Publisher) keyBaseLen(stored string) int {
+	return len(strings.TrimSuffix(p.cfg.Prefix, "/")) + 1 + len(stored)
+}
 
 // Publisher keeps skylb's records in etcd equal to the desired records.
 type Publisher struct {
@@ -839,7 +860,7 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 			wants = p.wants(n.records)
 		}
 	}
-	c.keyChange = diff(wants, c.lease, n.actual, atName(stored))
+	c.keyChange = diff(wants, p.keyBase(stored), c.lease, n.actual, atName(stored))
 	if ops, _ := c.counts(); ops == 0 {
 		if n.records == nil && len(n.actual) == 0 && len(n.claims) == 0 {
 			p.followLocked(stored, "")
@@ -1032,7 +1053,7 @@ func (p *Publisher) committedLocked(batch []change, rev int64) {
 	for _, c := range batch {
 		n := p.names[c.name]
 		for _, w := range c.puts {
-			n.put(entry{key: w.key, sum: digestOf(w.value), host: w.host, modRev: rev, lease: c.lease}, "")
+			n.put(entry{key: p.relKey(c.name, w.key), sum: digestOf(w.value), host: w.host, modRev: rev, lease: c.lease}, "")
 		}
 		// The keys come one by one, from the watch's echo or from here, and
 		// the slice grows by doubling: a name with an address and two SRV
@@ -1054,8 +1075,8 @@ func (p *Publisher) committedLocked(batch []change, rev int64) {
 			p.removeClaimLocked(c.name, p.cfg.Owner)
 		}
 		for _, key := range c.dels {
-			n.put(entry{key: key, modRev: rev, deleted: true}, "")
-			p.tombs = append(p.tombs, tomb{name: c.name, key: key, rev: rev})
+			rel := n.put(entry{key: p.relKey(c.name, key), modRev: rev, deleted: true}, "")
+			p.tombs = append(p.tombs, tomb{name: c.name, key: rel, rev: rev})
 		}
 		switch c.handover {
 		case 1:

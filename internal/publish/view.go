@@ -84,12 +84,13 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 		}
 		stored := skydns.HeldBy(recName)
 		if v, outside, mine := p.owns(kv.Value); mine {
-			owned[stored] = append(owned[stored], entry{key: string(kv.Key), sum: digestOf(kv.Value), host: v.Host, modRev: kv.ModRevision, lease: kv.Lease, outside: outside != ""})
+			rel := string(kv.Key[p.keyBaseLen(stored):])
+			owned[stored] = append(owned[stored], entry{key: rel, sum: digestOf(kv.Value), host: v.Host, modRev: kv.ModRevision, lease: kv.Lease, outside: outside != ""})
 			if outside != "" {
 				if outsideOf[stored] == nil {
 					outsideOf[stored] = make(map[string]string)
 				}
-				outsideOf[stored][string(kv.Key)] = outside
+				outsideOf[stored][rel] = outside
 			}
 			if bySource != nil && outside == "" && v.Source != "" {
 				bySource[v.Source] += skydns.Record{Name: recName, Host: v.Host, Port: v.Port}.Digest()
@@ -265,10 +266,11 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 			continue
 		}
 		stored := skydns.HeldBy(recName)
+		rel := p.relKey(stored, key)
 		n := p.names[stored]
 		var old *entry
 		if n != nil {
-			old = n.find(key)
+			old = n.find(rel)
 		}
 		if old != nil && ev.Kv.ModRevision <= old.modRev {
 			continue
@@ -287,10 +289,10 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 				n = newName(stored)
 				p.names[stored] = n
 			}
-			n.put(entry{key: key, sum: digestOf(ev.Kv.Value), host: v.Host, modRev: ev.Kv.ModRevision, lease: ev.Kv.Lease, outside: outside != ""}, outside)
+			n.put(entry{key: rel, sum: digestOf(ev.Kv.Value), host: v.Host, modRev: ev.Kv.ModRevision, lease: ev.Kv.Lease, outside: outside != ""}, outside)
 		case old != nil:
 			// Deleted, or overwritten with something that is not skylb's.
-			n.remove(key)
+			n.remove(rel)
 		default:
 			continue
 		}
