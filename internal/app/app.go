@@ -118,10 +118,11 @@ type Config struct {
 // DefaultEventQPS is the usual rate of Events, --event-qps's default.
 const DefaultEventQPS = 10
 
-// DefaultStartGCPercent is the GOGC of the cold start: at 10,000 Services
-// and 2,000 Ingresses it takes the peak RSS from 164-173 MiB to about 127 MiB,
-// for about 1.5 s more CPU time spent collecting.
-const DefaultStartGCPercent = 25
+// DefaultStartGCPercent is the GOGC of the cold start, when the live heap
+// is largest: at 10,000 Services and 2,000 Ingresses the peak RSS is 71.6 to
+// 71.8 MiB at 20 against 74.0 to 74.8 MiB at 25 and 88 MiB or more at 100,
+// for a tenth of a second of CPU time or less (see scripts/README.md).
+const DefaultStartGCPercent = 20
 
 // Clients are the API clients skylb reads from.
 type Clients struct {
