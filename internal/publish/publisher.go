@@ -847,6 +847,7 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 	}
 	c := change{name: stored, event: event, lease: p.leases[n.shard]}
 	held := p.heldLocked(stored)
+	base := p.keyBase(stored)
 	var wants []want
 	if outside := heldOutside(n); outside != nil {
 		// The records outside keep the name, and its claim, as they are.
@@ -857,10 +858,10 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 			p.tellLocked(stored, &arbitrate.Decision{Granted: true})
 		}
 		if p.claimLocked(n, &c, held) && !held {
-			wants = p.wants(n.records)
+			wants = p.wants(base, n.records)
 		}
 	}
-	c.keyChange = diff(wants, p.keyBase(stored), c.lease, n.actual, atName(stored))
+	c.keyChange = diff(wants, base, c.lease, n.actual, atName(stored))
 	if ops, _ := c.counts(); ops == 0 {
 		if n.records == nil && len(n.actual) == 0 && len(n.claims) == 0 {
 			p.followLocked(stored, "")

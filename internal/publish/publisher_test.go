@@ -183,6 +183,31 @@ func TestCreateUpdateDelete(t *testing.T) {
 	}
 }
 
+// A name's SRV records are set with it and written beneath it; a record of
+// another name set there is a caller's error, left out.
+func TestRecordsBeneathTheNameOnly(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	p := start(t, c)
+
+	a := rec("web.example.org", "192.0.2.1")
+	srvRec := skydns.Record{Name: "_http._tcp.web.example.org", Host: "web.example.org", Port: 80, TTL: 30, Source: "service/default/web"}
+	stray := rec("webx.example.org", "192.0.2.2")
+	p.Set("web.example.org", publish.Want{Records: []skydns.Record{a, srvRec, stray}})
+	p.Complete()
+	waitIdle(t, p)
+	if diff := cmp.Diff(want(a, srvRec), dump(t, c)); diff != "" {
+		t.Fatalf("records (-want +got):\n%s", diff)
+	}
+	// Written as wanted: nothing more to do.
+	before := p.Stats().Txns
+	p.Resync()
+	waitIdle(t, p)
+	if got := p.Stats().Txns - before; got != 0 {
+		t.Errorf("a full reconciliation wrote %d transactions, want none", got)
+	}
+}
+
 func TestForeignKeysAreLeftAlone(t *testing.T) {
 	srv := etcdtest.Start(t)
 	c := srv.NewClient(t)
