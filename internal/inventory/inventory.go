@@ -232,7 +232,7 @@ func (inv *Inventory) Report(self string) Report {
 			rec := skydns.Record{Name: r.Name, Host: r.Value.Host, Port: r.Value.Port}
 			l.Type, l.Host, l.Port, l.TTL = string(rec.Type()), rec.Host, rec.Port, r.Value.TTL
 			// An SRV record is held by the claim of the name it points to;
-			// versions before claimed its own name.
+			// earlier versions claimed each SRV name on its own.
 			claimed := r.Name
 			if !slices.ContainsFunc(claims[r.Name], func(c arbitrate.Claim) bool { return c.Owner == r.Value.Owner }) {
 				claimed = skydns.HeldBy(r.Name)

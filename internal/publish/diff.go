@@ -95,3 +95,21 @@ func diff(wanted []want, base string, lease int64, actual []entry, atName bool) 
 	}
 	return c
 }
+
+// withoutBeneath returns c without the puts and deletes of keys beneath base,
+// the name's path (its SRV records'), and whether it had any.
+func (c keyChange) withoutBeneath(base string) (keyChange, bool) {
+	beneath := func(key string) bool { return len(key) > len(base) && strings.Contains(key[len(base)+1:], "/") }
+	out := keyChange{guards: c.guards}
+	for _, w := range c.puts {
+		if !beneath(w.key) {
+			out.puts = append(out.puts, w)
+		}
+	}
+	for i, key := range c.dels {
+		if !beneath(key) {
+			out.dels, out.removed = append(out.dels, key), append(out.removed, c.removed[i])
+		}
+	}
+	return out, len(out.puts)+len(out.dels) < len(c.puts)+len(c.dels)
+}

@@ -862,6 +862,16 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 		}
 	}
 	c.keyChange = diff(wants, base, c.lease, n.actual, atName(stored))
+	if ops, _ := c.counts(); ops > p.txnOps() {
+		// A name's keys change in one transaction, which its own records
+		// fit (config holds --max-addresses-per-name to it); the keys of its
+		// SRV records, beneath it, wait for the next flush when they would
+		// not fit beside them.
+		if own, deferred := c.keyChange.withoutBeneath(base); deferred && len(own.puts)+len(own.dels) > 0 {
+			c.keyChange = own
+			p.markAgainLocked(stored, event, time.Time{})
+		}
+	}
 	if ops, _ := c.counts(); ops == 0 {
 		if n.records == nil && len(n.actual) == 0 && len(n.claims) == 0 {
 			p.followLocked(stored, "")

@@ -208,6 +208,37 @@ func TestRecordsBeneathTheNameOnly(t *testing.T) {
 	}
 }
 
+// A name's own keys change in one transaction; its SRV records' keys wait for
+// the next one when they would not fit beside them.
+func TestSRVKeysWaitWhenTheNameFillsATransaction(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	p := startWith(t, c, publish.Config{MaxTxnOps: 4})
+	srvOf := func(port int) skydns.Record {
+		return skydns.Record{Name: "_http._tcp.web.example.org", Host: "web.example.org", Port: port, TTL: 30, Source: "service/default/web"}
+	}
+	first := []skydns.Record{rec("web.example.org", "192.0.2.1"), rec("web.example.org", "192.0.2.2"), srvOf(80)}
+	p.Set("web.example.org", publish.Want{Records: first})
+	p.Complete()
+	waitIdle(t, p)
+	if diff := cmp.Diff(want(first...), dump(t, c)); diff != "" {
+		t.Fatalf("first records (-want +got):\n%s", diff)
+	}
+
+	// Both addresses replaced (4 operations) and the SRV record's port
+	// changed (2 more): more than a transaction of 4 holds.
+	before := p.Stats().Txns
+	second := []skydns.Record{rec("web.example.org", "192.0.2.3"), rec("web.example.org", "192.0.2.4"), srvOf(8080)}
+	p.Set("web.example.org", publish.Want{Records: second})
+	waitIdle(t, p)
+	if diff := cmp.Diff(want(second...), dump(t, c)); diff != "" {
+		t.Fatalf("second records (-want +got):\n%s", diff)
+	}
+	if got := p.Stats().Txns - before; got != 2 {
+		t.Errorf("the change took %d transactions, want 2: the addresses, then the SRV record", got)
+	}
+}
+
 func TestForeignKeysAreLeftAlone(t *testing.T) {
 	srv := etcdtest.Start(t)
 	c := srv.NewClient(t)
