@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/skylb/skylb/test/stack"
 )
 
 // up starts everything, in order, recording it as it goes.
@@ -79,21 +80,11 @@ func (c *Cluster) whileRunning(check func(context.Context) error) func(context.C
 		c.mu.Unlock()
 		for _, p := range procs {
 			if !p.alive() {
-				return fatal{fmt.Errorf("%s (pid %d) exited; the end of %s:\n%s", p.Name, p.PID, p.Log, logTail(p.Log, 10))}
+				return fatal{fmt.Errorf("%s (pid %d) exited%s", p.Name, p.PID, stack.Tail(p.Log, 10))}
 			}
 		}
 		return check(ctx)
 	}
-}
-
-// logTail returns the last n lines of the file.
-func logTail(file string, n int) string {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // nodesReady checks that every node is registered and Ready.
