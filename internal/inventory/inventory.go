@@ -254,12 +254,12 @@ func (inv *Inventory) Report(self string) Report {
 }
 
 // shared returns the names shared by at least one cluster's claim, sorted,
-// but for SRV names (a first label beginning with "_"), which follow the name
-// above them.
+// but for SRV names (claimed on their own by earlier versions), which follow
+// the name above them (skydns.HeldBy).
 func (inv *Inventory) shared(self string) []Shared {
 	members := make(map[string][]arbitrate.Member)
 	for _, c := range inv.Claims {
-		if c.Share != nil && !strings.HasPrefix(c.Name, "_") {
+		if c.Share != nil && skydns.HeldBy(c.Name) == c.Name {
 			members[c.Name] = append(members[c.Name], *c.Share)
 		}
 	}
