@@ -9,6 +9,10 @@
 #   kube-apiserver, kube-controller-manager  k8s.io/kubernetes  (test/tools/go.mod)
 #   kube-node (+ symlinks kubelet,           k8s.io/kubernetes  (test/tools/go.mod)
 #     kube-scheduler, kube-proxy)
+#   kubectl                                  k8s.io/kubernetes  (test/tools/go.mod),
+#                                            upstream's cmd/kubectl: the tests'
+#                                            kubectl and kustomize, of the version
+#                                            the cluster runs
 #   coredns                                  github.com/coredns/coredns at the
 #                                            version test/tools/coredns/go.mod
 #                                            requires, with the plugins skylb's
@@ -81,7 +85,7 @@ for dir in "$ETCD_DIR"/*/; do
 	[ "$v" = "$ETCD_VERSION" ] || ETCD_OTHERS+=("etcd-$v")
 done
 # The slowest builds first: they are started first.
-ALL=(kube-apiserver kube-controller-manager kube-node helm cert-manager-controller
+ALL=(kube-apiserver kube-controller-manager kube-node kubectl helm cert-manager-controller
 	promtool coredns source-controller kustomize-controller
 	etcd etcdctl etcdutl "${ETCD_OTHERS[@]}")
 # Built only when named.
@@ -146,7 +150,7 @@ plan() {
 	case $1 in
 	etcd | etcdctl | etcdutl) etcd_version=$ETCD_VERSION ;;
 	etcd-*) etcd_version=${1#etcd-} ;;
-	kube-apiserver | kube-controller-manager | kube-node) module=k8s.io/kubernetes ;;
+	kube-apiserver | kube-controller-manager | kube-node | kubectl) module=k8s.io/kubernetes ;;
 	# Each of these has a module of its own under test/tools that pins the
 	# upstream module; PKG is the command, the tool of that go.mod.
 	coredns)
@@ -195,7 +199,14 @@ plan() {
 	else
 		MODDIR=$TOOLS PKG=./cmd/$1
 		VERSION=$(modversion "$TOOLS" "$module")
-		files=("$TOOLS/go.mod" "$TOOLS/go.sum" "$TOOLS/cmd/$1/main.go")
+		files=("$TOOLS/go.mod" "$TOOLS/go.sum")
+		# kubectl is upstream's own main (a tool of test/tools/go.mod); the
+		# others, mains of test/tools/cmd.
+		if [ "$1" = kubectl ]; then
+			PKG=$module/cmd/kubectl
+		else
+			files+=("$TOOLS/cmd/$1/main.go")
+		fi
 	fi
 	[ "$module" != k8s.io/kubernetes ] || LDFLAGS+=$(kube_ldflags "$VERSION")
 	STAMP="$VERSION $GO_VERSION $(digest "${files[@]}" <<<"${BUILD_FLAGS[*]} $LDFLAGS")"

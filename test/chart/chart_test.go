@@ -107,10 +107,11 @@ func helmTemplate(t *testing.T, root, name, namespace string, args ...string) ma
 	return decode(t, run(t, root, stack.Bin(t, root, "helm"), args...))
 }
 
-// kustomize renders dir (relative to root) with kubectl's kustomize.
+// kustomize renders dir (relative to root) with the kustomize of kubectl,
+// of the Kubernetes version the tests run.
 func kustomize(t *testing.T, root, dir string) map[string]object {
 	t.Helper()
-	return decode(t, run(t, root, "kubectl", "kustomize", dir))
+	return decode(t, run(t, root, stack.Bin(t, root, "kubectl"), "kustomize", dir))
 }
 
 // overlay writes a kustomization of manifests/ with the given extra lines

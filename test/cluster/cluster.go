@@ -27,7 +27,7 @@ const StateFile = "cluster.json"
 // Options configures Up.
 type Options struct {
 	Dir    string    // state directory; created if needed. Required.
-	Bin    string    // directory with etcd, kube-apiserver, kube-controller-manager, kube-node (+ symlinks). Required.
+	Bin    string    // directory with etcd, kube-apiserver, kube-controller-manager, kube-node (+ symlinks), kubectl. Required.
 	Nodes  int       // number of nodes; default 3, at most 9
 	Images []string  // image tarballs imported into every node's containerd (ctr -n k8s.io images import)
 	Log    io.Writer // progress lines with elapsed time; nil discards them
@@ -52,6 +52,7 @@ type Node struct {
 // Cluster is a running cluster.
 type Cluster struct {
 	Dir        string
+	Bin        string // Options.Bin: the binaries it runs, and kubectl
 	Kubeconfig string // admin kubeconfig (system:masters)
 	Nodes      []Node
 	APIServer  string     // https://<bridge address>:6443
@@ -66,6 +67,7 @@ type Cluster struct {
 // state is what StateFile holds. Each resource is recorded before it is
 // created, so that Down removes what a failed Up left.
 type state struct {
+	Bin     string   `json:"bin"`
 	Nodes   []Node   `json:"nodes"`
 	Procs   []proc   `json:"procs"`
 	Bridge  string   `json:"bridge,omitempty"`
@@ -88,6 +90,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := newCluster(o.Dir)
+	c.Bin, c.st.Bin = o.Bin, o.Bin
 	c.log, c.start = o.Log, time.Now()
 	err = c.save()
 	if err == nil {
@@ -178,7 +181,7 @@ func Load(dir string) (*Cluster, error) {
 	if err := json.Unmarshal(b, &c.st); err != nil {
 		return nil, fmt.Errorf("cluster: parse %s: %w", StateFile, err)
 	}
-	c.Nodes = c.st.Nodes
+	c.Nodes, c.Bin = c.st.Nodes, c.st.Bin
 	return c, nil
 }
 
@@ -242,15 +245,16 @@ func (c *Cluster) Env() []string {
 	return append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
 }
 
-// Kubectl runs kubectl (from PATH) with the admin kubeconfig and returns its
-// standard output; the error includes its standard error.
+// Kubectl runs Bin's kubectl, of the cluster's Kubernetes version, with the
+// admin kubeconfig and returns its standard output; the error includes its
+// standard error.
 func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
 	return c.kubectlStdin(ctx, "", args...)
 }
 
 // kubectlStdin is Kubectl with stdin.
 func (c *Cluster) kubectlStdin(ctx context.Context, stdin string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	cmd := exec.CommandContext(ctx, filepath.Join(c.Bin, "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

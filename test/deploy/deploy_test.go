@@ -189,7 +189,7 @@ func (e *env) followReadme(ctx context.Context, root string) time.Time {
 }
 
 // shell runs cmd with bash in the copy of the repository, with the cluster's
-// kubeconfig and the repository's binaries (etcdctl) on PATH; a failing
+// kubeconfig and the repository's binaries (kubectl, etcdctl) on PATH; a failing
 // command is run again until retry has passed.
 func (e *env) shell(ctx context.Context, cmd string, retry time.Duration) (string, error) {
 	deadline := time.Now().Add(retry)

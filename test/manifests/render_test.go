@@ -60,7 +60,7 @@ func render(t *testing.T, root string, spec renderSpec) *rendering {
 		}
 		dir = overlay
 	}
-	out, err := exec.Command("kubectl", "kustomize", dir).Output()
+	out, err := exec.Command(kubectlPath(root), "kustomize", dir).Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {

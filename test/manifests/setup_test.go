@@ -111,12 +111,17 @@ func fetchCRDs(ctx context.Context, t *testing.T) func() ([]string, error) {
 	return func() ([]string, error) { <-done; return files, err }
 }
 
-type kubectl struct{ kubeconfig string }
+// kubectlPath is the kubectl of the Kubernetes version the stack runs:
+// <root>/bin/kubectl, which scripts/build-bins.sh builds.
+func kubectlPath(root string) string { return filepath.Join(root, "bin", "kubectl") }
+
+// kubectl runs kubectlPath's kubectl against the stack's API server.
+type kubectl struct{ path, kubeconfig string }
 
 // run runs kubectl with stdin and returns stdout and stderr.
 func (k kubectl) run(ctx context.Context, stdin []byte, args ...string) (string, string, error) {
 	args = append([]string{"--kubeconfig=" + k.kubeconfig, "--request-timeout=30s"}, args...)
-	cmd := exec.CommandContext(ctx, "kubectl", args...)
+	cmd := exec.CommandContext(ctx, k.path, args...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}

@@ -528,7 +528,7 @@ func fluxPatches(t *testing.T, root string, flux *rendering) {
 		if err := os.WriteFile(kfile, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.Command("kubectl", "kustomize", dst).CombinedOutput()
+		out, err := exec.Command(kubectlPath(root), "kustomize", dst).CombinedOutput()
 		if err != nil {
 			t.Fatalf("Flux Kustomization %s: build with its patches: %v\n%s", k.GetName(), err, out)
 		}

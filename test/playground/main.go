@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"log"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -394,9 +395,25 @@ func rel(root, path string) string {
 	return path
 }
 
+// kubectlCommand returns the kubectl the instructions use: bin/kubectl, of
+// the stack's Kubernetes version, once scripts/build-bins.sh has built it (the
+// tests do); else a kubectl on PATH; else bin/kubectl, with a hint on how to
+// build it.
+func kubectlCommand(root, binDir string) (command, hint string) {
+	built := filepath.Join(binDir, "kubectl")
+	if _, err := os.Stat(built); err == nil {
+		return rel(root, built), ""
+	}
+	if _, err := exec.LookPath("kubectl"); err == nil {
+		return "kubectl", ""
+	}
+	return rel(root, built), "(no kubectl on PATH: scripts/build-bins.sh kubectl builds the stack's version into " + rel(root, binDir) + "/)"
+}
+
 // printInstructions prints what to try, as commands to run from the repository root.
 func printInstructions(root string, s *stack.Stack) {
-	kc := "kubectl --kubeconfig " + rel(root, s.Kubeconfig)
+	kubectl, kubectlHint := kubectlCommand(root, s.BinDir)
+	kc := kubectl + " --kubeconfig " + rel(root, s.Kubeconfig)
 	dig := "dig @127.0.0.1 -p " + strconv.Itoa(s.Ports.DNS)
 	certs := rel(root, s.Certs)
 	etcdctl := fmt.Sprintf("%s --endpoints %s --cacert %s/ca.crt --cert %s/coredns.crt --key %s/coredns.key",
@@ -419,6 +436,9 @@ func printInstructions(root string, s *stack.Stack) {
 	cmd("the zone's nameserver (--nameserver=ns1=127.0.0.1) and its address", dig+" example.org NS +short; "+dig+" ns1.ns.dns.example.org +short")
 	cmd("a node's address, back to a name that publishes it: the oldest object's (--reverse-zone="+reverseZone+")", dig+" -x 192.0.2.11 +short")
 	section("Kubernetes: API server " + s.APIServerURL)
+	if kubectlHint != "" {
+		cmd("", kubectlHint)
+	}
 	cmd("EXTERNAL-IP of demo/web: the node addresses skylb wrote to its status", kc+" get svc -A")
 	cmd("three pods, one per node, IPs from the nodes' PodCIDRs; the EndpointSlice", kc+" get pods,endpointslices -n demo -o wide")
 	cmd("node-1..3 (192.0.2.11-13): API objects only, no kubelet behind them", kc+" get nodes -o wide")

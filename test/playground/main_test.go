@@ -35,3 +35,35 @@ func TestScriptBuildsTheStackBinaries(t *testing.T) {
 		t.Errorf("scripts/playground.sh builds %v, the stack runs %v (stack.Binaries)", got, want)
 	}
 }
+
+// TestKubectlCommand checks which kubectl the instructions name: the stack's
+// own once built, else one on PATH, else the stack's with how to build it.
+func TestKubectlCommand(t *testing.T) {
+	root := t.TempDir()
+	bin := filepath.Join(root, "bin")
+	path := filepath.Join(root, "path")
+	for _, dir := range []string{bin, path} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", path)
+	executable := func(file string) {
+		t.Helper()
+		if err := os.WriteFile(file, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(wantCommand string, wantHint bool) {
+		t.Helper()
+		command, hint := kubectlCommand(root, bin)
+		if command != wantCommand || (hint != "") != wantHint {
+			t.Errorf("kubectlCommand = %q, %q; want %q, a hint %v", command, hint, wantCommand, wantHint)
+		}
+	}
+	check("bin/kubectl", true)
+	executable(filepath.Join(path, "kubectl"))
+	check("kubectl", false)
+	executable(filepath.Join(bin, "kubectl"))
+	check("bin/kubectl", false)
+}
