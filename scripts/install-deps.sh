@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages skylb's scripts need, by what they are for:
 #
-#   scripts/install-deps.sh playground   dig (bind9-dnsutils) and openssl: what
-#                                        scripts/playground.sh needs
+#   scripts/install-deps.sh playground   dig (bind9-dnsutils), openssl and curl:
+#                                        what scripts/playground.sh and the
+#                                        commands it prints need
 #   scripts/install-deps.sh [all]        those, and for the tests: a BIND 9
 #                                        parent zone (named, from bind9) and a
 #                                        recursive resolver (unbound) for
@@ -20,7 +21,7 @@ set -euo pipefail
 
 # command-name:debian-package; a command given as a path is a file the
 # package installs outside PATH.
-playground=(dig:bind9-dnsutils openssl:openssl)
+playground=(dig:bind9-dnsutils openssl:openssl curl:curl)
 tests=(named:bind9 unbound:unbound
 	containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins
 	iptables:iptables)
