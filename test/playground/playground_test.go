@@ -116,10 +116,7 @@ func TestPlaygroundAsPrinted(t *testing.T) {
 	t0 := time.Now()
 	out, err := sh(6*time.Minute, "scripts/playground.sh up")
 	if err != nil {
-		if log, rerr := os.ReadFile(filepath.Join(dir, "logs", "skylb.log")); rerr == nil {
-			t.Logf("skylb.log:\n%s", tail(string(log), 30))
-		}
-		t.Fatal(err)
+		t.Fatalf("%v%s", err, stack.Tail(filepath.Join(dir, "logs", "skylb.log"), 30))
 	}
 	t.Logf("measure: scripts/playground.sh up (binaries built, the Go build cache warm) in %v", time.Since(t0).Round(100*time.Millisecond))
 
@@ -292,10 +289,4 @@ func TestPlaygroundAsPrinted(t *testing.T) {
 		}
 		checks[i].run(c, checks[i].pattern.FindStringSubmatch(c.command))
 	}
-}
-
-// tail returns the last n lines of s.
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
