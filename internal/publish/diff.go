@@ -17,18 +17,18 @@ type want struct {
 }
 
 // wants encodes the keys and values of records, sorted by key; of records
-// with the same key the last one counts. A record whose key lies outside
-// base, the path of the name it was set at, is a caller's error: it is left
-// out and logged, since the view would file its key under another name.
-func (p *Publisher) wants(base string, records []skydns.Record) []want {
+// with the same key the last one counts. A record that stored, the name it
+// was set at, does not hold (skydns.HeldBy: its own records and its SRV
+// records) is a caller's error: it is left out and logged, since the view
+// files every key by that rule and would file its key under another name.
+func (p *Publisher) wants(stored string, records []skydns.Record) []want {
 	out := make([]want, 0, len(records))
 	for _, r := range records {
-		key := skydns.Key(p.cfg.Prefix, p.cfg.Owner, r)
-		if key != base && !(strings.HasPrefix(key, base) && key[len(base)] == '/') {
-			p.cfg.Log.WithField("record", r.String()).Errorf("record not written: its key %s is not beneath %s, the name it was set at", key, base)
+		if held := skydns.HeldBy(r.Name); held != stored {
+			p.cfg.Log.WithField("record", r.String()).Errorf("record not written: it belongs to %s, not to %s, the name it was set at", held, stored)
 			continue
 		}
-		out = append(out, want{key: key, value: skydns.Encode(p.cfg.Owner, r), host: r.Host})
+		out = append(out, want{key: skydns.Key(p.cfg.Prefix, p.cfg.Owner, r), value: skydns.Encode(p.cfg.Owner, r), host: r.Host})
 	}
 	slices.SortStableFunc(out, func(a, b want) int { return strings.Compare(a.key, b.key) })
 	kept := out[:0]

@@ -858,7 +858,7 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 			p.tellLocked(stored, &arbitrate.Decision{Granted: true})
 		}
 		if p.claimLocked(n, &c, held) && !held {
-			wants = p.wants(base, n.records)
+			wants = p.wants(stored, n.records)
 		}
 	}
 	c.keyChange = diff(wants, base, c.lease, n.actual, atName(stored))

@@ -184,7 +184,7 @@ func TestCreateUpdateDelete(t *testing.T) {
 }
 
 // A name's SRV records are set with it and written beneath it; a record of
-// another name set there is a caller's error, left out.
+// another name set there, even one beneath it, is a caller's error, left out.
 func TestRecordsBeneathTheNameOnly(t *testing.T) {
 	srv := etcdtest.Start(t)
 	c := srv.NewClient(t)
@@ -193,7 +193,8 @@ func TestRecordsBeneathTheNameOnly(t *testing.T) {
 	a := rec("web.example.org", "192.0.2.1")
 	srvRec := skydns.Record{Name: "_http._tcp.web.example.org", Host: "web.example.org", Port: 80, TTL: 30, Source: "service/default/web"}
 	stray := rec("webx.example.org", "192.0.2.2")
-	p.Set("web.example.org", publish.Want{Records: []skydns.Record{a, srvRec, stray}})
+	nested := rec("a.web.example.org", "192.0.2.3")
+	p.Set("web.example.org", publish.Want{Records: []skydns.Record{a, srvRec, stray, nested}})
 	p.Complete()
 	waitIdle(t, p)
 	if diff := cmp.Diff(want(a, srvRec), dump(t, c)); diff != "" {
