@@ -90,7 +90,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := newCluster(o.Dir)
-	c.Bin, c.st.Bin = o.Bin, o.Bin
+	c.Bin = o.Bin
 	c.log, c.start = o.Log, time.Now()
 	err = c.save()
 	if err == nil {
@@ -189,7 +189,7 @@ func Load(dir string) (*Cluster, error) {
 func (c *Cluster) save() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.st.Nodes = c.Nodes
+	c.st.Nodes, c.st.Bin = c.Nodes, c.Bin
 	b, err := json.MarshalIndent(&c.st, "", "  ")
 	if err != nil {
 		return err
