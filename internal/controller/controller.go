@@ -53,6 +53,8 @@ type Publisher interface {
 	// object that etcd held when the view was loaded, waiting for the view
 	// until ctx ends; nil when it did not come, or was taken.
 	Loaded(ctx context.Context) map[string]uint64
+	// WaitIdle waits until everything Set has been written, or ctx ends.
+	WaitIdle(ctx context.Context) error
 }
 
 // Config configures a Controller.
@@ -131,6 +133,9 @@ type Controller struct {
 	endpoints map[string]endpointWatch
 	// ready is set once the caches have synced and the first full pass is done.
 	ready atomic.Bool
+	// cachesSynced is set once the caches have synced, as the first full
+	// pass starts: changes from then on are followed one by one.
+	cachesSynced atomic.Bool
 
 	// order hands the records decided under mu to the publisher in order.
 	order order
@@ -205,6 +210,7 @@ func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Co
 	if gw != nil {
 		listers.Gateways = gw.gatewayLister(cfg.Scope)
 	}
+	listers.PortUsers = portUsers(svcs.indexer())
 	c := &Controller{
 		cfg:       cfg,
 		builder:   source.NewBuilder(cfg.Source, listers),
@@ -228,6 +234,9 @@ func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Co
 		told:      make(map[string]uint64),
 		toldSeed:  maphash.MakeSeed(),
 		endpoints: make(map[string]endpointWatch),
+	}
+	if err := svcs.addIndexers(cache.Indexers{byPort: c.portIndex}); err != nil {
+		panic(fmt.Sprintf("add the Services' port index: %v", err))
 	}
 	c.prober = health.NewProber(cfg.HealthWorkers, c.healthChanged, cfg.ObserveProbe)
 	c.synced = append(c.synced, c.handle(svcs, source.KindService), c.handle(ings, source.KindIngress))
@@ -480,10 +489,27 @@ func (c *Controller) handle(inf informerSet, kind string) cache.InformerSynced {
 			c.serviceChanged(obj, key)
 		}
 	}
+	add := enqueue
+	if kind == source.KindService {
+		add = func(obj any) {
+			enqueue(obj)
+			c.portsChanged(nil, obj)
+		}
+	}
 	synced, err := inf.addEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-		DeleteFunc: enqueue,
+		AddFunc: add,
+		UpdateFunc: func(old, obj any) {
+			enqueue(obj)
+			if kind == source.KindService {
+				c.portsChanged(old, obj)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			enqueue(obj)
+			if kind == source.KindService {
+				c.portsChanged(obj, nil)
+			}
+		},
 	})
 	if err != nil {
 		panic(fmt.Sprintf("add %s event handler: %v", kind, err))
@@ -651,6 +677,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		return errors.New("informer caches did not sync")
 	}
 	start := time.Now()
+	c.cachesSynced.Store(true)
 	n, err := c.syncAll(ctx)
 	if err != nil {
 		return err
@@ -993,6 +1020,11 @@ func (c *Controller) publication(key string) (*source.Publication, *corev1.Servi
 			return nil, nil, nil
 		} else if err != nil {
 			return nil, nil, err
+		}
+		// A Service being deleted publishes nothing; it is returned, for
+		// skylb's finalizer holds it until its records are gone.
+		if svc.DeletionTimestamp != nil {
+			return nil, svc, nil
 		}
 		// A Service outside the scope, such as the ingress controller's
 		// in a namespace not published, is read but not published.

@@ -134,6 +134,18 @@ func (e *env) expectEvent(parts ...string) {
 	}
 }
 
+// drainEvents adds the Events sent so far to e.events.
+func (e *env) drainEvents() {
+	for {
+		select {
+		case ev := <-e.recorder.Events:
+			e.events = append(e.events, ev)
+		default:
+			return
+		}
+	}
+}
+
 func containsAll(s string, parts []string) bool {
 	for _, p := range parts {
 		if !strings.Contains(s, p) {
@@ -310,14 +322,7 @@ func TestAStartTellsWhatChangedWhileDown(t *testing.T) {
 	e := run(t, srv, lbService("shop", "web", t0, "192.0.2.1"), lbService("shop", "db", t0, "192.0.2.3"), lbService("shop", "api", t0, "192.0.2.4"))
 	// The records are written after the first pass has sent its Events.
 	e.expect("web.shop.example.org 192.0.2.1", "db.shop.example.org 192.0.2.3", "api.shop.example.org 192.0.2.4")
-	for drained := false; !drained; {
-		select {
-		case ev := <-e.recorder.Events:
-			e.events = append(e.events, ev)
-		default:
-			drained = true
-		}
-	}
+	e.drainEvents()
 	want := []string{
 		"Normal Published published api.shop.example.org: 192.0.2.4",
 		"Normal Published published db.shop.example.org: 192.0.2.3",

@@ -118,6 +118,10 @@ func (c *Controller) statusOf(out *outcome, svc *corev1.Service, pub *source.Pub
 	}
 	var want []corev1.LoadBalancerIngress
 	switch {
+	case c.finalizerChange(svc, pub):
+		if pub != nil && pub.WriteStatus {
+			want = pub.Status
+		}
 	case pub != nil && pub.WriteStatus:
 		if source.StatusEqual(svc.Status.LoadBalancer.Ingress, pub.Status) {
 			return
@@ -145,11 +149,28 @@ func (c *Controller) syncStatus(ctx context.Context, key string) error {
 	c.mu.Lock()
 	pub := c.index.Publication(source.KindService + "/" + key)
 	c.mu.Unlock()
-	switch {
-	case pub != nil && pub.WriteStatus:
-		return c.writeStatus(ctx, svc, pub.Status)
-	case pub == nil && c.builder.StaleStatus(svc):
-		return c.writeStatus(ctx, svc, nil)
+	if pub != nil && pub.WriteStatus && svc.DeletionTimestamp == nil {
+		// The status first, then the finalizer: the other order would
+		// leave the cache a version with the finalizer and the old status,
+		// which a sync in between would write again. skylb's records are
+		// its own whatever the order (a restart finds them by owner), and
+		// the finalizer is there before the Service can be deleted but for
+		// that moment.
+		if err := c.writeStatus(ctx, svc, pub.Status); err != nil {
+			return err
+		}
+		if !hasFinalizer(svc) {
+			return c.setFinalizer(ctx, svc, true)
+		}
+		return nil
+	}
+	if pub == nil && c.builder.StaleStatus(svc) {
+		if err := c.writeStatus(ctx, svc, nil); err != nil {
+			return err
+		}
+	}
+	if hasFinalizer(svc) && c.finalizerChange(svc, pub) && c.cfg.Scope.Object(source.KindService, svc) {
+		return c.releaseFinalizer(ctx, svc, pub)
 	}
 	return nil
 }

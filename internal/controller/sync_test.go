@@ -106,6 +106,8 @@ func TestSyncDecision(t *testing.T) {
 			want: controller.Decision{
 				Records: []string{"web.shop.example.org -"},
 				Events:  []string{"Normal Published: published web.shop.example.org: no addresses yet"},
+				// The status lists the usable nodes at once, endpoints or not.
+				Status:  map[string][]string{"shop/web": {"10.0.0.2", "192.0.2.1"}},
 				Requeue: []string{"service/shop/web"},
 			},
 		},
@@ -119,6 +121,7 @@ func TestSyncDecision(t *testing.T) {
 					"Normal Published: published web.shop.example.org: no addresses yet",
 					"Warning NoEndpoints: no ready endpoints on usable nodes; no records are published",
 				},
+				Status: map[string][]string{"shop/web": {"10.0.0.2", "192.0.2.1"}},
 			},
 		},
 		{

@@ -58,6 +58,9 @@ type Listers struct {
 	Services       corelisters.ServiceLister
 	// Gateways is the Gateway API's Gateways, nil while their CRD is not served.
 	Gateways gatewaylisters.GatewayLister
+	// PortUsers returns the Services indexed under a key of PortKeys; nil
+	// finds none, and no Service is refused for a port conflict.
+	PortUsers func(key string) []*corev1.Service
 }
 
 // Implements reports whether skylb is the load balancer of svc: a LoadBalancer

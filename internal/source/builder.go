@@ -150,6 +150,16 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 		}
 		b.cfg.Filter.apply(p)
 	case ModeNodes, ModePods:
+		if implemented && p.Mode == ModeNodes {
+			if o, key := b.portHolder(svc, 0); o != nil {
+				p.problem(ReasonPortConflict, "port %s is served at the nodes' addresses for Service %s/%s, created before this one: "+
+					"kube-proxy would send this Service's traffic there, so it gets no node addresses and no records; "+
+					"give it another port, the pods address source (%s: pods), or an address of another implementation",
+					key, o.Namespace, o.Name, AnnotationAddressSource)
+				p.PortConflict = true
+				break
+			}
+		}
 		eps := b.readyEndpoints(svc)
 		if p.Mode == ModeNodes {
 			p.Addresses = b.nodeAddresses(eps)
@@ -171,18 +181,7 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 
 	if implemented && p.Mode != ModeStatus {
 		p.WriteStatus = true
-		p.Status = []corev1.LoadBalancerIngress{}
-		switch {
-		case len(p.Addresses) == 0:
-		case p.Mode == ModeNodes:
-			for _, a := range p.Addresses {
-				p.Status = append(p.Status, corev1.LoadBalancerIngress{IP: a.String(), IPMode: ptrTo(corev1.LoadBalancerIPModeVIP)})
-			}
-		case p.Mode == ModePods:
-			if len(p.Names) > 0 && p.Names[0].Generated {
-				p.Status = append(p.Status, corev1.LoadBalancerIngress{Hostname: p.Names[0].Name})
-			}
-		}
+		p.Status = b.loadBalancerStatus(p, svc)
 	}
 	return p
 }

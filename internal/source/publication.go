@@ -63,6 +63,9 @@ type Publication struct {
 	Unhealthy bool
 	// WriteStatus says that skylb implements the Service: it writes Status.
 	WriteStatus bool
+	// PortConflict says that an older Service of the nodes source serves
+	// one of the Service's ports: it is refused the nodes' addresses.
+	PortConflict bool
 }
 
 // Ref returns the object, for its Events. It is built when an Event is sent
@@ -114,6 +117,9 @@ const (
 	ReasonAddressRefused    = "AddressRefused"
 	ReasonTooManyNames      = "TooManyNames"
 	ReasonTooManyAddresses  = "TooManyAddresses"
+	// ReasonPortConflict: an older Service of the nodes source serves one
+	// of the Service's ports at the nodes' addresses.
+	ReasonPortConflict = "PortConflict"
 	// ReasonClusterPolicyConflict is told when the objects publishing a
 	// shared name, in one cluster or in several, name different policies.
 	ReasonClusterPolicyConflict = "ClusterPolicyConflict"
