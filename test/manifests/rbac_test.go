@@ -74,6 +74,8 @@ func rbacChecks(ctx context.Context, t *testing.T, k kubectl, rr *rendering, ns 
 		{verb: "watch", resource: "customresourcedefinitions.apiextensions.k8s.io", allowed: true},
 		{verb: "update", resource: "services", sub: "status", ns: "default", allowed: true},
 		{verb: "patch", resource: "services", sub: "status", ns: "default", allowed: true},
+		// The load-balancer cleanup finalizer, by a patch.
+		{verb: "patch", resource: "services", ns: "default", allowed: true},
 		{verb: "create", resource: "events", ns: "default", allowed: true},
 		{verb: "patch", resource: "events", ns: "default", allowed: true},
 		{verb: "create", resource: leases, ns: ns, allowed: true},
@@ -86,7 +88,6 @@ func rbacChecks(ctx context.Context, t *testing.T, k kubectl, rr *rendering, ns 
 		{verb: "watch", resource: "secrets"},
 		{verb: "delete", resource: "services", ns: "default"},
 		{verb: "update", resource: "services", ns: "default"},
-		{verb: "patch", resource: "services", ns: "default"},
 		{verb: "create", resource: "services", ns: "default"},
 		{verb: "list", resource: "pods"},
 		{verb: "get", resource: "pods", ns: "default"},
@@ -129,6 +130,7 @@ func namespacedRBACChecks(ctx context.Context, t *testing.T, k kubectl, rr *rend
 			{verb: "list", resource: eps}, {verb: "watch", resource: eps},
 			{verb: "list", resource: "httproutes.gateway.networking.k8s.io"}, {verb: "watch", resource: "gateways.gateway.networking.k8s.io"},
 			{verb: "update", resource: "services", sub: "status"}, {verb: "patch", resource: "services", sub: "status"},
+			{verb: "patch", resource: "services"},
 			{verb: "create", resource: "events"}, {verb: "patch", resource: "events"},
 		} {
 			c.ns, c.allowed = ns, watched

@@ -448,6 +448,7 @@ func checkRBACRules(t *testing.T, rr *rendering) {
 	want := map[rule]bool{}
 	for _, w := range []rule{
 		{"cluster", "", "services", "get", ""}, {"cluster", "", "services", "list", ""}, {"cluster", "", "services", "watch", ""},
+		{"cluster", "", "services", "patch", ""},
 		{"cluster", "networking.k8s.io", "ingresses", "list", ""}, {"cluster", "networking.k8s.io", "ingresses", "watch", ""},
 		{"cluster", "discovery.k8s.io", "endpointslices", "list", ""}, {"cluster", "discovery.k8s.io", "endpointslices", "watch", ""},
 		{"cluster", "", "nodes", "list", ""}, {"cluster", "", "nodes", "watch", ""},
