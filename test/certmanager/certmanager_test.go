@@ -180,7 +180,7 @@ func renew(ctx context.Context, t *testing.T, c *cluster.Cluster, server string,
 		}
 	}
 	t1 := time.Now()
-	c.MustKubectl(ctx, t, "expose", "deployment", "web", "--name=web-renewed", "--type=LoadBalancer", "--port=80")
+	c.MustKubectl(ctx, t, "expose", "deployment", "web", "--name=web-renewed", "--type=LoadBalancer", "--port=81", "--target-port=80")
 	cluster.WaitAnswer(ctx, t, server, "web-renewed.default."+zone, want)
 	t.Logf("measure: skylb's connections to etcd cut after the renewal -> a new Service's name answers in %v", time.Since(t1).Round(100*time.Millisecond))
 

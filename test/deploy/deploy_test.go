@@ -479,8 +479,9 @@ func (e *env) skylbLeaderDeleted(t *testing.T) {
 		}
 	}()
 	// A change made while the leader goes: a new Service of the same pods,
-	// published by whichever replica leads by then.
-	e.kubectl(ctx, "expose", "deployment", "web", "--name=web2", "--type=LoadBalancer", "--port=80")
+	// published by whichever replica leads by then. Each on a port of its
+	// own: web holds 80 at the nodes' addresses (PortConflict).
+	e.kubectl(ctx, "expose", "deployment", "web", "--name=web2", "--type=LoadBalancer", "--port=81", "--target-port=80")
 	want := e.webNodes(ctx, "app=web")
 	e.waitAnswer(ctx, 2*time.Minute, "web2.default."+zone, want)
 	answered := time.Since(start)
@@ -493,7 +494,7 @@ func (e *env) skylbLeaderDeleted(t *testing.T) {
 	// this one may have had a pod's readiness change since.
 	want = e.webNodes(ctx, "app=web")
 	t1 := time.Now()
-	e.kubectl(ctx, "expose", "deployment", "web", "--name=web3", "--type=LoadBalancer", "--port=80")
+	e.kubectl(ctx, "expose", "deployment", "web", "--name=web3", "--type=LoadBalancer", "--port=82", "--target-port=80")
 	e.waitAnswer(ctx, 2*time.Minute, "web3.default."+zone, want)
 	t.Logf("measure: skylb leader %s deleted: %s holds the Lease after %v; a Service created at the deletion answered after %v, one created after the handover after %v",
 		old, holder, handover.Round(time.Millisecond), answered.Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -249,6 +250,9 @@ func scale(t *testing.T, ns, name string, replicas int32) {
 
 type svcOpt func(*corev1.Service)
 
+// ownPorts numbers the ports lbService gives the Services of the nodes source.
+var ownPorts atomic.Int32
+
 func lbService(t *testing.T, ns, name string, opts ...svcOpt) *corev1.Service {
 	t.Helper()
 	svc := &corev1.Service{
@@ -261,6 +265,13 @@ func lbService(t *testing.T, ns, name string, opts ...svcOpt) *corev1.Service {
 	}
 	for _, o := range opts {
 		o(svc)
+	}
+	// skylb serves one Service of the nodes source per port at the nodes'
+	// addresses (PortConflict): each gets a port of its own, unless the
+	// test chose one.
+	if svc.Spec.LoadBalancerClass == nil && svc.Annotations["skylb.io/address-source"] != "pods" &&
+		len(svc.Spec.Ports) == 1 && svc.Spec.Ports[0].Name == "http" && svc.Spec.Ports[0].Port == 80 {
+		svc.Spec.Ports[0].Port = 10000 + int32(ownPorts.Add(1))
 	}
 	out, err := st.Kube.CoreV1().Services(ns).Create(ctxT(t), svc, metav1.CreateOptions{})
 	if err != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ func nodeAddresses(t *testing.T, ns, app string) ([]string, int) {
 
 // follow waits until the cluster has replicas ready pods of app and CoreDNS
 // answers name with exactly the addresses of their nodes, and the Service's
-// EXTERNAL-IP shows the same addresses.
+// EXTERNAL-IP shows every usable node, pods or not.
 func follow(t *testing.T, limit time.Duration, ns, app, name string, replicas int) []string {
 	t.Helper()
 	var want []string
@@ -79,14 +80,44 @@ func follow(t *testing.T, limit time.Duration, ns, app, name string, replicas in
 		if err != nil {
 			return false, err.Error()
 		}
+		ext, usable := externalIPs(t, ns, app), usableNodeAddresses(t)
+		if !slices.Equal(ext, usable) {
+			return false, fmt.Sprintf("EXTERNAL-IP %q, want every usable node %q", ext, usable)
+		}
 		if len(want) == 0 {
 			return rcode == dns.RcodeNameError && ready == replicas, fmt.Sprintf("%s %q with %d ready pods", dns.RcodeToString[rcode], got, ready)
 		}
-		ext := externalIPs(t, ns, app)
-		return ready == replicas && slices.Equal(got, want) && slices.Equal(ext, want),
-			fmt.Sprintf("answers %q, EXTERNAL-IP %q, want %q with %d/%d ready pods", got, ext, want, ready, replicas)
+		return ready == replicas && slices.Equal(got, want),
+			fmt.Sprintf("answers %q, want %q with %d/%d ready pods", got, want, ready, replicas)
 	})
 	return want
+}
+
+// usableNodeAddresses returns, sorted, the IPv4 address skylb publishes for
+// each usable node (Ready, not excluded from load balancers, not being
+// deleted): its skylb.io/address annotation, else its InternalIP. It is what
+// the status of a Service of the nodes source lists.
+func usableNodeAddresses(t *testing.T) []string {
+	t.Helper()
+	list, err := st.Kube.CoreV1().Nodes().List(ctxT(t), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range list.Items {
+		if _, excluded := n.Labels["node.kubernetes.io/exclude-from-external-load-balancers"]; excluded || n.DeletionTimestamp != nil || !stack.NodeReady(&n) {
+			continue
+		}
+		addr := n.Annotations["skylb.io/address"]
+		for _, a := range n.Status.Addresses {
+			if addr == "" && a.Type == corev1.NodeInternalIP && !strings.Contains(a.Address, ":") {
+				addr = a.Address
+			}
+		}
+		out = append(out, addr)
+	}
+	slices.SortFunc(out, func(a, b string) int { return netip.MustParseAddr(a).Compare(netip.MustParseAddr(b)) })
+	return out
 }
 
 func TestServiceFollowsPodsAndNodes(t *testing.T) {
@@ -183,8 +214,8 @@ func TestServiceFollowsPodsAndNodes(t *testing.T) {
 		setType(corev1.ServiceTypeLoadBalancer)
 		within(t, quick, "web.retail.example.org", before...)
 		stack.Eventually(t, quick, "skylb writes the status again", func() (bool, string) {
-			ext := externalIPs(t, "retail", "web")
-			return slices.Equal(ext, before), fmt.Sprintf("EXTERNAL-IP %q", ext)
+			ext, usable := externalIPs(t, "retail", "web"), usableNodeAddresses(t)
+			return slices.Equal(ext, usable), fmt.Sprintf("EXTERNAL-IP %q, want every usable node %q", ext, usable)
 		})
 	})
 	t.Run("deleted", func(t *testing.T) {

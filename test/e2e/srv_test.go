@@ -76,7 +76,10 @@ func TestSRV(t *testing.T) {
 	sip := corev1.ServicePort{Name: "sip", Port: 5060, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolUDP}
 	lbService(t, "srv", "web", ports(http, sip))
 	lbService(t, "srv", "direct", ports(http), annotate("skylb.io/address-source", "pods"))
-	lbService(t, "srv", "quiet", ports(http), annotate("skylb.io/srv", "false"))
+	// A port of its own: web holds 80 at the nodes' addresses (PortConflict).
+	quiet := http
+	quiet.Port = 81
+	lbService(t, "srv", "quiet", ports(quiet), annotate("skylb.io/srv", "false"))
 
 	// nodes: the Service port on the node's address.
 	within(t, slow, "web.srv.example.org", "192.0.2.11")

@@ -439,7 +439,7 @@ func printInstructions(root string, s *stack.Stack) {
 	if kubectlHint != "" {
 		cmd("", kubectlHint)
 	}
-	cmd("EXTERNAL-IP of demo/web: the node addresses skylb wrote to its status", kc+" get svc -A")
+	cmd("EXTERNAL-IP of demo/web: every node's address, which skylb wrote to its status (kube-proxy serves the Service at each)", kc+" get svc -A")
 	cmd("three pods, one per node, IPs from the nodes' PodCIDRs; the EndpointSlice", kc+" get pods,endpointslices -n demo -o wide")
 	cmd("node-1..3 (192.0.2.11-13): API objects only, no kubelet behind them", kc+" get nodes -o wide")
 	cmd("what skylb reports", kc+" get events -n demo --field-selector source=skylb")
@@ -455,11 +455,14 @@ func printInstructions(root string, s *stack.Stack) {
 	section("Change things and watch the answers follow within a second or two:")
 	cmd("in a second terminal", "watch -n 1 "+dig+" web.demo.example.org +short")
 	cmd("one pod, one address", kc+" scale deploy/web -n demo --replicas=1")
+	cmd("the EXTERNAL-IP stays every node's: each forwards to the pod, and clients holding an older answer are still served", kc+" get svc web -n demo")
 	cmd("back to three", kc+" scale deploy/web -n demo --replicas=3")
 	cmd("make the pod on node-1 unready (its readiness probe fails): 192.0.2.11 goes", onNode1+"=false --overwrite")
 	cmd("and ready again", onNode1+"-")
 	cmd("mark node-2 NotReady: 192.0.2.12 goes", "scripts/playground.sh node-ready node-2 false")
 	cmd("and Ready again", "scripts/playground.sh node-ready node-2 true")
+	cmd("a second Service on the nodes' port 80, which demo/web holds: kube-proxy would serve only one of them", kc+" expose deploy/web -n demo --name=web-copy --type=LoadBalancer --port=80")
+	cmd("so it is refused: EXTERNAL-IP <pending>, no records, and a PortConflict Warning naming demo/web", kc+" get svc web-copy -n demo; "+kc+" get events -n demo --field-selector reason=PortConflict")
 	section("More:")
 	cmd("", "logs: "+rel(root, filepath.Join(s.Dir, "logs"))+"/<process>.log (skylb, coredns, kubelet, kube-apiserver, ...)")
 	cmd("", "processes and endpoints: scripts/playground.sh status")

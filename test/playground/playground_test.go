@@ -241,6 +241,26 @@ func TestPlaygroundAsPrinted(t *testing.T) {
 				return len(got) == n && !slices.ContainsFunc(got, func(a string) bool { return !slices.Contains(nodeAddrs, a) })
 			})
 		}},
+		{regexp.MustCompile(`^bin/kubectl --kubeconfig \S+ get svc web -n demo$`), func(c printed, _ []string) {
+			// One pod, and every node's address still.
+			containsAll(c, run(c), "web", strings.Join(nodeAddrs, ","))
+		}},
+		{regexp.MustCompile(`^bin/kubectl --kubeconfig \S+ expose deploy/web -n demo --name=web-copy --type=LoadBalancer --port=80$`), func(c printed, _ []string) {
+			run(c)
+		}},
+		{regexp.MustCompile(`^bin/kubectl --kubeconfig \S+ get svc web-copy -n demo; bin/kubectl --kubeconfig \S+ get events -n demo --field-selector reason=PortConflict$`), func(c printed, _ []string) {
+			// The Warning follows the Service's creation within moments.
+			var out string
+			for t0 := time.Now(); time.Since(t0) < 10*time.Second; time.Sleep(200 * time.Millisecond) {
+				if out = run(c); strings.Contains(out, "PortConflict") {
+					break
+				}
+			}
+			containsAll(c, out, "<pending>", "PortConflict", "service/web-copy", "demo/web")
+			if out, err := sh(10*time.Second, strings.Replace(webDig, "web.demo", "web-copy.demo", 1)); err != nil || strings.TrimSpace(out) != "" {
+				t.Errorf("web-copy.demo.example.org answered %q (%v), want nothing", out, err)
+			}
+		}},
 		{regexp.MustCompile(`^bin/kubectl --kubeconfig \S+ annotate pods -n demo -l app=web --field-selector spec\.nodeName=node-1 \S+=false --overwrite$`), func(c printed, _ []string) {
 			run(c)
 			follows(c.comment, nodeAddrs[1:]...)
