@@ -82,16 +82,13 @@ func TestDeploy(t *testing.T) {
 	t.Logf("measure: first kubectl apply -> %s answers %v: %v (the deployment page's steps, as fast as they run)", webName, want, time.Since(applied).Round(time.Second))
 
 	t.Run("EXTERNAL-IP", func(t *testing.T) {
-		out, err := c.Kubectl(ctx, "get", "service", "web", "-o", "jsonpath={.status.loadBalancer.ingress[*].ip}")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := strings.Fields(out)
-		slices.Sort(got)
-		if !slices.Equal(got, want) {
-			t.Errorf("Got EXTERNAL-IP %v, want %v", got, want)
+		// Every node's address, kube-proxy serving the Service at each;
+		// the answer above is those that run its pods.
+		if got, all := e.externalIPs(ctx, "web"), e.readyNodes(ctx); !slices.Equal(got, all) {
+			t.Errorf("Got EXTERNAL-IP %v, want every Ready node's %v", got, all)
 		}
 	})
+	t.Run("EXTERNAL-IP without pods", e.externalIPWithoutPods)
 	t.Run("etcdctl as the deployment page shows", func(t *testing.T) {
 		var out string
 		for cmd, o := range e.outputs {
@@ -234,6 +231,60 @@ func (e *env) nodeIP(name string) string {
 	}
 	e.t.Fatalf("no node %s", name)
 	return ""
+}
+
+// externalIPs returns, sorted, the IPs of a Service's load-balancer status.
+func (e *env) externalIPs(ctx context.Context, name string) []string {
+	e.t.Helper()
+	svc, err := e.kube.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		out = append(out, ing.IP)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// readyNodes returns, sorted, the addresses of the Ready nodes.
+func (e *env) readyNodes(ctx context.Context) []string {
+	e.t.Helper()
+	var out []string
+	for _, n := range e.c.Nodes {
+		if e.nodeReady(ctx, n.Name) {
+			out = append(out, n.IP.String())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// externalIPWithoutPods measures how soon a LoadBalancer Service with no
+// pods shows an EXTERNAL-IP, and that its deletion waits for skylb's
+// finalizer, which goes with its records.
+func (e *env) externalIPWithoutPods(t *testing.T) {
+	e.t = t
+	ctx := ctxT(t, 3*time.Minute)
+	all := e.readyNodes(ctx)
+	start := time.Now()
+	e.kubectl(ctx, "create", "service", "loadbalancer", "nopods", "--tcp=8091:8091")
+	e.waitFor(ctx, time.Minute, "an EXTERNAL-IP for Service nopods", func() bool {
+		return slices.Equal(e.externalIPs(ctx, "nopods"), all)
+	})
+	t.Logf("measure: a LoadBalancer Service with no pods shows EXTERNAL-IP %v %v after kubectl create began", all, time.Since(start).Round(10*time.Millisecond))
+	svc, err := e.kube.CoreV1().Services("default").Get(ctx, "nopods", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(svc.Finalizers, "service.kubernetes.io/load-balancer-cleanup") {
+		t.Errorf("Got finalizers %q, want the load-balancer cleanup finalizer", svc.Finalizers)
+	}
+	e.waitAnswer(ctx, time.Minute, "nopods.default."+zone, nil)
+	start = time.Now()
+	e.kubectl(ctx, "delete", "service", "nopods", "--wait=true", "--timeout=1m")
+	t.Logf("measure: deleted, the Service was gone after %v", time.Since(start).Round(10*time.Millisecond))
 }
 
 // webNodes returns, sorted, the addresses of the nodes that run a ready pod
