@@ -106,7 +106,7 @@ func TestRollingUpdateKeepsStatus(t *testing.T) {
 		}
 		break
 	}
-	t.Logf("rollout of 3 pods: the status stayed %v", before)
+	t.Logf("rollout of 3 pods: the status stayed %q", externalIPs(t, "lbroll", "web"))
 }
 
 func rolledOut(d *appsv1.Deployment, generation int64) bool {
