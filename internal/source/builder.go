@@ -104,6 +104,9 @@ var DefaultNodeAddressTypes = []corev1.NodeAddressType{corev1.NodeExternalIP, co
 type Builder struct {
 	cfg     Config
 	listers Listers
+	// nodeStatus shares the status of Services of the nodes source, which
+	// is the same for most of them (every usable node).
+	nodeStatus nodeStatus
 }
 
 // NewBuilder returns a Builder for cfg reading the given caches.

@@ -1,8 +1,10 @@
 package source
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -32,9 +34,7 @@ func (b *Builder) loadBalancerStatus(p *Publication, svc *corev1.Service) []core
 		// Refused: an address in the status would be a rule of kube-proxy's
 		// beside the older Service's, and either could win.
 	case p.Mode == ModeNodes:
-		for _, a := range b.statusAddresses(p.Addresses, svc.Spec.IPFamilies) {
-			out = append(out, corev1.LoadBalancerIngress{IP: a.String(), IPMode: ptrTo(corev1.LoadBalancerIPModeVIP)})
-		}
+		return b.nodeStatus.of(svc.Spec.IPFamilies, b.statusAddresses(p.Addresses, svc.Spec.IPFamilies))
 	case p.Mode == ModePods:
 		if len(p.Names) > 0 && p.Names[0].Generated {
 			out = append(out, corev1.LoadBalancerIngress{Hostname: p.Names[0].Name})
@@ -86,4 +86,39 @@ func (b *Builder) usableNodeAddresses(families []corev1.IPFamily) []netip.Addr {
 	out = keepFamilies(out, families)
 	slices.SortFunc(out, func(x, y netip.Addr) int { return x.Compare(y) })
 	return slices.Compact(out)
+}
+
+// nodeStatus hands out one status for each list of node addresses it was
+// last asked, by IP families: the Services of the nodes source mostly list
+// every usable node, and a status kept for each of them would hold its own
+// copy (at 100 nodes, 10,000 Services would keep a million entries).
+// Publications are never modified, so they may share it.
+type nodeStatus struct {
+	mu   sync.Mutex
+	last map[string]sharedStatus // by the Service's IP families
+}
+
+type sharedStatus struct {
+	addrs  []netip.Addr
+	status []corev1.LoadBalancerIngress
+}
+
+// of returns the status listing addrs, of a Service of the given families,
+// as VIP addresses.
+func (s *nodeStatus) of(families []corev1.IPFamily, addrs []netip.Addr) []corev1.LoadBalancerIngress {
+	key := fmt.Sprint(families)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev, ok := s.last[key]; ok && slices.Equal(prev.addrs, addrs) {
+		return prev.status
+	}
+	out := make([]corev1.LoadBalancerIngress, len(addrs))
+	for i, a := range addrs {
+		out[i] = corev1.LoadBalancerIngress{IP: a.String(), IPMode: ptrTo(corev1.LoadBalancerIPModeVIP)}
+	}
+	if s.last == nil {
+		s.last = make(map[string]sharedStatus)
+	}
+	s.last[key] = sharedStatus{addrs: addrs, status: out}
+	return out
 }

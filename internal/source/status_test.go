@@ -93,3 +93,20 @@ func TestLoadBalancerStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeStatusShared checks that Services of the nodes source with the
+// same status share one list, rather than each keep a copy.
+func TestNodeStatusShared(t *testing.T) {
+	cfg := testConfig
+	cfg.AddressSource = ModeNodes
+	b := NewBuilder(cfg, statusCluster(t, 3, 1))
+	web, api := newService("shop", "web"), newService("shop", "api")
+	web.Status, api.Status = corev1.ServiceStatus{}, corev1.ServiceStatus{}
+	p, q := b.Service(web), b.Service(api)
+	if len(p.Status) != 3 || len(q.Status) != 3 {
+		t.Fatalf("Got statuses of %d and %d entries, want 3 each", len(p.Status), len(q.Status))
+	}
+	if &p.Status[0] != &q.Status[0] {
+		t.Errorf("Services web and api with the same status hold two copies of it, want one shared")
+	}
+}
