@@ -33,7 +33,8 @@ func TestStatusAtCreation(t *testing.T) {
 	lbService(t, "lbnew", "web")
 	usable := usableNodeAddresses(t)
 	var took time.Duration
-	stack.Eventually(t, quick, "an EXTERNAL-IP without pods", func() (bool, string) {
+	// The bound is a busy machine's; the time it took is logged.
+	stack.Eventually(t, slow, "an EXTERNAL-IP without pods", func() (bool, string) {
 		ext := externalIPs(t, "lbnew", "web")
 		took = time.Since(start)
 		return slices.Equal(ext, usable), fmt.Sprintf("EXTERNAL-IP %q, want %q", ext, usable)
@@ -131,7 +132,7 @@ func TestDeletionWaitsForRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	var left int
-	stack.Eventually(t, quick, "the Service is removed", func() (bool, string) {
+	stack.Eventually(t, slow, "the Service is removed", func() (bool, string) {
 		// etcd is read before the API: when the Service is gone, its
 		// records were gone already.
 		resp, err := root.Get(ctxT(t), path, clientv3.WithPrefix(), clientv3.WithCountOnly())
