@@ -274,13 +274,11 @@ func (e *env) externalIPWithoutPods(t *testing.T) {
 		return slices.Equal(e.externalIPs(ctx, "nopods"), all)
 	})
 	t.Logf("measure: a LoadBalancer Service with no pods shows EXTERNAL-IP %v %v after kubectl create began", all, time.Since(start).Round(10*time.Millisecond))
-	svc, err := e.kube.CoreV1().Services("default").Get(ctx, "nopods", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(svc.Finalizers, "service.kubernetes.io/load-balancer-cleanup") {
-		t.Errorf("Got finalizers %q, want the load-balancer cleanup finalizer", svc.Finalizers)
-	}
+	// The finalizer follows the status, in a patch of its own.
+	e.waitFor(ctx, time.Minute, "the load-balancer cleanup finalizer on Service nopods", func() bool {
+		svc, err := e.kube.CoreV1().Services("default").Get(ctx, "nopods", metav1.GetOptions{})
+		return err == nil && slices.Contains(svc.Finalizers, "service.kubernetes.io/load-balancer-cleanup")
+	})
 	e.waitAnswer(ctx, time.Minute, "nopods.default."+zone, nil)
 	start = time.Now()
 	e.kubectl(ctx, "delete", "service", "nopods", "--wait=true", "--timeout=1m")

@@ -40,13 +40,14 @@ func TestStatusAtCreation(t *testing.T) {
 		return slices.Equal(ext, usable), fmt.Sprintf("EXTERNAL-IP %q, want %q", ext, usable)
 	})
 	t.Logf("EXTERNAL-IP %q %v after the Service's creation, with no pods", usable, took.Round(time.Millisecond))
-	svc, err := st.Kube.CoreV1().Services("lbnew").Get(ctxT(t), "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(svc.Finalizers, cleanupFinalizer) {
-		t.Errorf("Got finalizers %q, want %s among them", svc.Finalizers, cleanupFinalizer)
-	}
+	// The finalizer follows the status, in a patch of its own.
+	stack.Eventually(t, slow, "the cleanup finalizer", func() (bool, string) {
+		svc, err := st.Kube.CoreV1().Services("lbnew").Get(ctxT(t), "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.Contains(svc.Finalizers, cleanupFinalizer), fmt.Sprintf("finalizers %q", svc.Finalizers)
+	})
 	within(t, quick, "web.lbnew.example.org")
 	deploy(t, "lbnew", "web", 1, "")
 	follow(t, slow, "lbnew", "web", "web.lbnew.example.org", 1)
