@@ -154,7 +154,7 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 		b.cfg.Filter.apply(p)
 	case ModeNodes, ModePods:
 		if implemented && p.Mode == ModeNodes {
-			if o, key := b.portHolder(svc, 0); o != nil {
+			if o, key := b.portHolder(svc); o != nil {
 				p.problem(ReasonPortConflict, "port %s is served at the nodes' addresses for Service %s/%s, created before this one: "+
 					"kube-proxy would send this Service's traffic there, so it gets no node addresses and no records; "+
 					"give it another port, the pods address source (%s: pods), or an address of another implementation",

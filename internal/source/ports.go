@@ -2,6 +2,7 @@ package source
 
 import (
 	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -53,22 +54,51 @@ func (b *Builder) nodesSource(svc *corev1.Service) bool {
 // nodes' addresses, and that port's key; nil when there is none. Older is by
 // creationTimestamp, then namespace and name, so the choice depends on the
 // objects alone. An older Service that is refused itself holds nothing.
-func (b *Builder) portHolder(svc *corev1.Service, depth int) (*corev1.Service, string) {
+func (b *Builder) portHolder(svc *corev1.Service) (*corev1.Service, string) {
 	if b.listers.PortUsers == nil {
 		return nil, ""
 	}
+	return b.holder(svc, 0, map[*corev1.Service]bool{})
+}
+
+// holder is portHolder at a depth of the chain of older Services; refused
+// remembers, by Service, whether it is refused, so that each is decided once.
+// The older Services are tried oldest first: the oldest of a port is refused
+// only for another port, so one pass over them mostly decides.
+func (b *Builder) holder(svc *corev1.Service, depth int, refused map[*corev1.Service]bool) (*corev1.Service, string) {
+	type user struct {
+		svc *corev1.Service
+		key string
+	}
+	var users []user
 	for _, key := range b.PortKeys(svc) {
 		for _, o := range b.listers.PortUsers(key) {
-			if !older(o, svc) {
-				continue
-			}
-			if depth >= PortConflictDepth {
-				return o, key
-			}
-			if held, _ := b.portHolder(o, depth+1); held == nil {
-				return o, key
+			if older(o, svc) {
+				users = append(users, user{o, key})
 			}
 		}
+	}
+	for len(users) > 0 {
+		i := 0
+		for j := range users {
+			if older(users[j].svc, users[i].svc) {
+				i = j
+			}
+		}
+		u := users[i]
+		if depth >= PortConflictDepth {
+			return u.svc, u.key
+		}
+		r, ok := refused[u.svc]
+		if !ok {
+			held, _ := b.holder(u.svc, depth+1, refused)
+			r = held != nil
+			refused[u.svc] = r
+		}
+		if !r {
+			return u.svc, u.key
+		}
+		users = slices.Delete(users, i, i+1)
 	}
 	return nil, ""
 }
