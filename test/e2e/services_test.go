@@ -50,12 +50,7 @@ func nodeAddresses(t *testing.T, ns, app string) ([]string, int) {
 		if !stack.NodeReady(n) {
 			continue
 		}
-		addr := n.Annotations["skylb.io/address"]
-		for _, a := range n.Status.Addresses {
-			if addr == "" && a.Type == corev1.NodeInternalIP && !strings.Contains(a.Address, ":") {
-				addr = a.Address
-			}
-		}
+		addr := nodeAddress(n)
 		if !slices.Contains(out, addr) {
 			out = append(out, addr)
 		}
@@ -93,6 +88,18 @@ func follow(t *testing.T, limit time.Duration, ns, app, name string, replicas in
 	return want
 }
 
+// nodeAddress returns the IPv4 address skylb publishes for a node: its
+// skylb.io/address annotation, else its InternalIP.
+func nodeAddress(n *corev1.Node) string {
+	addr := n.Annotations["skylb.io/address"]
+	for _, a := range n.Status.Addresses {
+		if addr == "" && a.Type == corev1.NodeInternalIP && !strings.Contains(a.Address, ":") {
+			addr = a.Address
+		}
+	}
+	return addr
+}
+
 // usableNodeAddresses returns, sorted, the IPv4 address skylb publishes for
 // each usable node (Ready, not excluded from load balancers, not being
 // deleted): its skylb.io/address annotation, else its InternalIP. It is what
@@ -108,12 +115,7 @@ func usableNodeAddresses(t *testing.T) []string {
 		if _, excluded := n.Labels["node.kubernetes.io/exclude-from-external-load-balancers"]; excluded || n.DeletionTimestamp != nil || !stack.NodeReady(&n) {
 			continue
 		}
-		addr := n.Annotations["skylb.io/address"]
-		for _, a := range n.Status.Addresses {
-			if addr == "" && a.Type == corev1.NodeInternalIP && !strings.Contains(a.Address, ":") {
-				addr = a.Address
-			}
-		}
+		addr := nodeAddress(&n)
 		out = append(out, addr)
 	}
 	slices.SortFunc(out, func(a, b string) int { return netip.MustParseAddr(a).Compare(netip.MustParseAddr(b)) })
