@@ -25,6 +25,12 @@ import (
 // following the nodes that run ready endpoints; every address of the answer
 // is in the status, even beyond the cap of MaxAddresses on the other nodes.
 //
+// With externalTrafficPolicy Local, the status lists the same nodes, those
+// of the answer first: a node's address reaches only that node's pods, and
+// clients that take the first address of the status (ingress[0], as
+// scripts and upstream's e2e specs do) then reach a node that serves. Only
+// the order follows the pods; kube-proxy's rules do not change with it.
+//
 // A Service of the pods source gets its generated name as a hostname entry,
 // at once: pod IPs churn, and the name is what clients should use.
 func (b *Builder) loadBalancerStatus(p *Publication, svc *corev1.Service) []corev1.LoadBalancerIngress {
@@ -34,7 +40,15 @@ func (b *Builder) loadBalancerStatus(p *Publication, svc *corev1.Service) []core
 		// Refused: an address in the status would be a rule of kube-proxy's
 		// beside the older Service's, and either could win.
 	case p.Mode == ModeNodes:
-		return b.nodeStatus.of(svc.Spec.IPFamilies, b.statusAddresses(p.Addresses, svc.Spec.IPFamilies))
+		addrs := b.statusAddresses(p.Addresses, svc.Spec.IPFamilies)
+		if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
+			if first := answerFirst(addrs, p.Addresses); !slices.Equal(first, addrs) {
+				// A list of its own: the shared one is kept for the
+				// sorted lists most Services have.
+				return vipStatus(first)
+			}
+		}
+		return b.nodeStatus.of(svc.Spec.IPFamilies, addrs)
 	case p.Mode == ModePods:
 		if len(p.Names) > 0 && p.Names[0].Generated {
 			out = append(out, corev1.LoadBalancerIngress{Hostname: p.Names[0].Name})
@@ -58,6 +72,23 @@ func (b *Builder) statusAddresses(answer []netip.Addr, families []corev1.IPFamil
 		}
 	}
 	slices.SortFunc(out, func(x, y netip.Addr) int { return x.Compare(y) })
+	return out
+}
+
+// answerFirst returns addrs (sorted) with those of the answer first, each
+// part in the order of addrs.
+func answerFirst(addrs, answer []netip.Addr) []netip.Addr {
+	out := make([]netip.Addr, 0, len(addrs))
+	for _, a := range addrs {
+		if slices.Contains(answer, a) {
+			out = append(out, a)
+		}
+	}
+	for _, a := range addrs {
+		if !slices.Contains(answer, a) {
+			out = append(out, a)
+		}
+	}
 	return out
 }
 
@@ -112,13 +143,20 @@ func (s *nodeStatus) of(families []corev1.IPFamily, addrs []netip.Addr) []corev1
 	if prev, ok := s.last[key]; ok && slices.Equal(prev.addrs, addrs) {
 		return prev.status
 	}
-	out := make([]corev1.LoadBalancerIngress, len(addrs))
-	for i, a := range addrs {
-		out[i] = corev1.LoadBalancerIngress{IP: a.String(), IPMode: ptrTo(corev1.LoadBalancerIPModeVIP)}
-	}
+	out := vipStatus(addrs)
 	if s.last == nil {
 		s.last = make(map[string]sharedStatus)
 	}
 	s.last[key] = sharedStatus{addrs: addrs, status: out}
+	return out
+}
+
+// vipStatus returns the status listing addrs, in their order, as VIP
+// addresses.
+func vipStatus(addrs []netip.Addr) []corev1.LoadBalancerIngress {
+	out := make([]corev1.LoadBalancerIngress, len(addrs))
+	for i, a := range addrs {
+		out[i] = corev1.LoadBalancerIngress{IP: a.String(), IPMode: ptrTo(corev1.LoadBalancerIPModeVIP)}
+	}
 	return out
 }

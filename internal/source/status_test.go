@@ -52,6 +52,7 @@ func TestLoadBalancerStatus(t *testing.T) {
 		endpointsOn  []int
 		maxAddresses int
 		source       string
+		local        bool // externalTrafficPolicy: Local
 		wantAnswer   []string
 		wantStatus   []string
 	}{
@@ -61,6 +62,10 @@ func TestLoadBalancerStatus(t *testing.T) {
 			wantAnswer: []string{"192.0.2.11"}, wantStatus: []string{"192.0.2.10", "192.0.2.11", "192.0.2.12"}},
 		{name: "beyond the cap the answer's addresses come first", nodes: 5, endpointsOn: []int{4}, maxAddresses: 2,
 			wantAnswer: []string{"192.0.2.14"}, wantStatus: []string{"192.0.2.10", "192.0.2.14"}},
+		{name: "ETP Local: the same nodes, those with endpoints first", nodes: 3, endpointsOn: []int{2}, local: true,
+			wantAnswer: []string{"192.0.2.12"}, wantStatus: []string{"192.0.2.12", "192.0.2.10", "192.0.2.11"}},
+		{name: "ETP Local without endpoints: every usable node", nodes: 3, local: true,
+			wantStatus: []string{"192.0.2.10", "192.0.2.11", "192.0.2.12"}},
 		{name: "pods: the generated name, endpoints or not", nodes: 3, source: "pods",
 			wantStatus: []string{"web.shop.example.org"}},
 	} {
@@ -72,6 +77,9 @@ func TestLoadBalancerStatus(t *testing.T) {
 			svc.Status = corev1.ServiceStatus{}
 			if tc.source != "" {
 				svc.Annotations = map[string]string{AnnotationAddressSource: tc.source}
+			}
+			if tc.local {
+				svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 			}
 			p := b.Service(svc)
 			var answer, status []string
