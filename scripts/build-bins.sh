@@ -30,6 +30,11 @@
 #                                            test/tools/external-dns/go.mod requires;
 #                                            only when named (scripts/bench.sh's full
 #                                            run names it): no test needs it
+#   e2e.test, agnhost                        k8s.io/kubernetes  (test/tools/e2e/go.mod):
+#                                            upstream's e2e.test with only the network
+#                                            specs (a test binary, go test -c), and the
+#                                            command of its agnhost image; only when
+#                                            named (test/conformance names them)
 #
 # A binary is rebuilt only when its stamp file bin/.NAME.version differs from
 # what would be built now (module version, Go version, and a hash of its
@@ -89,7 +94,7 @@ ALL=(kube-apiserver kube-controller-manager kube-node kubectl helm cert-manager-
 	promtool coredns source-controller kustomize-controller
 	etcd etcdctl etcdutl "${ETCD_OTHERS[@]}")
 # Built only when named.
-ON_REQUEST=(external-dns)
+ON_REQUEST=(external-dns e2e.test agnhost)
 # The commands kube-node runs, by the name it is called with.
 KUBE_NODE_LINKS=(kubelet kube-scheduler kube-proxy)
 
@@ -169,6 +174,11 @@ plan() {
 	external-dns)
 		# v0.22.0: v0.23.0, the newest release, needs Go 1.27.
 		module=sigs.k8s.io/external-dns tool_dir=$TOOLS/external-dns PKG=$module ;;
+	e2e.test | agnhost)
+		# e2e.test is the test binary of test/tools/e2e (go test -c);
+		# agnhost, upstream's command, from the same module.
+		module=k8s.io/kubernetes tool_dir=$TOOLS/e2e PKG=$module/test/images/agnhost
+		[ "$1" != e2e.test ] || PKG=. ;;
 	*)
 		echo "unknown binary '$1' (known: ${ALL[*]} ${ON_REQUEST[*]})" >&2
 		exit 2
@@ -191,6 +201,7 @@ plan() {
 		VERSION=$(modversion "$MODDIR" "$module")
 		files=("$MODDIR/go.mod" "$MODDIR/go.sum")
 		[ ! -f "$MODDIR/main.go" ] || files+=("$MODDIR/main.go")
+		[ "$1" != e2e.test ] || files+=("$MODDIR/e2e_test.go")
 		# Stamped with their version as upstream's release builds do.
 		case $1 in
 		helm) LDFLAGS+=" -X $module/internal/version.version=$VERSION -X $module/internal/version.gitTreeState=clean" ;;
@@ -250,7 +261,7 @@ STD_PID='' STD_T0=0 STD_DONE=false
 # build, the time that started, and the count of packages it compiles (not
 # counting the standard library). U_KEY finds the build of a module
 # directory and -ldflags.
-U_NAMES=() U_DIR=() U_PKGS=() U_LDFLAGS=() U_VERSION=() U_STAMPS=()
+U_NAMES=() U_DIR=() U_PKGS=() U_LDFLAGS=() U_VERSION=() U_STAMPS=() U_TEST=()
 U_STATE=() U_PID=() U_T0=() U_TOTAL=()
 declare -A U_KEY=()
 
@@ -258,6 +269,8 @@ declare -A U_KEY=()
 # directory and -ldflags, or to a new one.
 add() {
 	local key="$MODDIR|$LDFLAGS" i
+	# A test binary is a go command of its own (go test -c).
+	[ "$1" != e2e.test ] || key+="|test"
 	if [ -n "${U_KEY[$key]+x}" ]; then
 		i=${U_KEY[$key]}
 		U_NAMES[i]+=" $1" U_PKGS[i]+=" $PKG" U_STAMPS[i]+="|$STAMP"
@@ -265,7 +278,8 @@ add() {
 	fi
 	i=${#U_NAMES[@]}
 	U_KEY[$key]=$i
-	U_NAMES[i]=$1 U_DIR[i]=$MODDIR U_PKGS[i]=$PKG U_LDFLAGS[i]=$LDFLAGS
+	U_NAMES[i]=$1 U_DIR[i]=$MODDIR U_PKGS[i]=$PKG U_LDFLAGS[i]=$LDFLAGS U_TEST[i]=false
+	[ "$1" != e2e.test ] || U_TEST[i]=true
 	U_VERSION[i]=$VERSION U_STAMPS[i]=$STAMP
 	U_STATE[i]=new U_PID[i]='' U_T0[i]=0 U_TOTAL[i]=0
 }
@@ -303,10 +317,11 @@ start_std() {
 # modules they need, into bin/.NAME.pkgs (those outside the standard library:
 # the count of packages to compile, for the progress lines).
 start_list() {
-	local i=$1 pkgs
+	local i=$1 pkgs test=()
 	read -ra pkgs <<<"${U_PKGS[i]}"
+	[ "${U_TEST[i]}" = false ] || test=(-test)
 	rm -f "$(unit_file "$i" log)" "$(unit_file "$i" pkgs)"
-	(cd "${U_DIR[i]}" && exec setsid go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' \
+	(cd "${U_DIR[i]}" && exec setsid go list -deps "${test[@]}" -f '{{if not .Standard}}{{.ImportPath}}{{end}}' \
 		"${pkgs[@]}") >"$(unit_file "$i" pkgs)" 2>>"$(unit_file "$i" log)" &
 	U_PID[i]=$! U_T0[i]=$SECONDS U_STATE[i]=listing
 }
@@ -314,14 +329,17 @@ start_list() {
 # start_build I: starts build I's go build. -v lists the packages as they
 # are compiled, for the progress lines.
 start_build() {
-	local i=$1 out pkgs
+	local i=$1 out pkgs verb=(build -v)
+	# go test -c would vet the package, computing vet's facts of every
+	# dependency first: upstream's code, vetted upstream.
+	[ "${U_TEST[i]}" = false ] || verb=(test -c -vet=off)
 	out=$(unit_file "$i" out)
 	rm -rf "$out"
 	mkdir -p "$out"
 	read -ra pkgs <<<"${U_PKGS[i]}"
 	# One package: -o names the file; several: -o names the directory.
 	if [ ${#pkgs[@]} -eq 1 ]; then out=$out/${U_NAMES[i]}; else out=$out/; fi
-	go_bg "${U_DIR[i]}" "$(unit_file "$i" log)" build -v "${BUILD_FLAGS[@]}" \
+	go_bg "${U_DIR[i]}" "$(unit_file "$i" log)" "${verb[@]}" "${BUILD_FLAGS[@]}" \
 		-ldflags="${U_LDFLAGS[i]}" -o "$out" "${pkgs[@]}"
 	U_PID[i]=$PID U_T0[i]=$SECONDS U_STATE[i]=building
 	log "$(what "$i"): building, ${U_TOTAL[i]} packages (log: $(unit_file "$i" log))..."

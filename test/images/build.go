@@ -39,11 +39,14 @@ type Options struct {
 	// CertManager adds the image of cert-manager's controller
 	// (CertManagerControllerRef), from cert-manager-controller in Bin.
 	CertManager bool
+	// Agnhost adds upstream's e2e test image (AgnhostRef), from agnhost in
+	// Bin, for the Kubernetes e2e specs of test/conformance.
+	Agnhost bool
 }
 
 // Image is one built image.
 type Image struct {
-	Name    string   // short name: skylb, etcd, debian, coredns, pause, source-controller, kustomize-controller, cert-manager-controller
+	Name    string   // short name: skylb, etcd, debian, coredns, pause, source-controller, kustomize-controller, cert-manager-controller, agnhost
 	Refs    []string // the references it is tagged with
 	Tarball string   // docker-archive tarball
 }
@@ -96,6 +99,9 @@ func Build(ctx context.Context, o Options) ([]Image, error) {
 	}
 	if o.CertManager {
 		makers = append(makers, b.certManagerController)
+	}
+	if o.Agnhost {
+		makers = append(makers, b.agnhost)
 	}
 	var out []Image
 	for _, mk := range makers {

@@ -185,3 +185,20 @@ func (l testLog) Write(p []byte) (int, error) {
 	l.t.Log(string(p[:len(p)-1]))
 	return len(p), nil
 }
+
+// TestBuildAgnhost builds the image of Options.Agnhost too and reads it
+// back: agnhost and the commands upstream's network specs run in it. It
+// needs bin/agnhost (scripts/build-bins.sh agnhost).
+func TestBuildAgnhost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	o := Options{Root: stack.Root(t), EtcdBin: os.Getenv("SKYLB_ETCD_BIN"), Log: testLog{t}, Agnhost: true}
+	imgs, err := Build(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkImages(t, imgs[len(imgs)-1:], map[string]want{
+		"agnhost": {ref: AgnhostRef, entrypoint: []string{"/agnhost"},
+			files: []string{"agnhost", "agnhost-2", "bin/sh", "bin/bash", "usr/bin/curl", "bin/nc", "bin/nc.openbsd", "uploads/", "tmp/"}},
+	})
+}

@@ -28,18 +28,10 @@ var debianPackages = []string{
 // sources serve (the tag must name that release). The packages' maintainer
 // scripts do not run: the awk alternative is set as Debian's would set it.
 func (b *builder) debian(ctx context.Context) (*spec, error) {
-	debs, err := b.debs(ctx, debianPackages...)
-	if err != nil {
-		return nil, err
-	}
 	if err := b.checkRelease(ctx); err != nil {
 		return nil, err
 	}
-	root, err := b.unpack(ctx, "debian", debs)
-	if err != nil {
-		return nil, err
-	}
-	entries, err := tree(root, "/")
+	entries, err := b.packageTree(ctx, "debian", debianPackages)
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +48,21 @@ func (b *builder) debian(ctx context.Context) (*spec, error) {
 		Name: "debian", Refs: []string{b.refs.Debian}, Entries: entries,
 		Config: v1.Config{Cmd: []string{"bash"}, Env: []string{defaultPath}},
 	}, nil
+}
+
+// packageTree downloads the packages (or finds them in the cache), unpacks
+// them into a directory of the cache for the image name, and returns the
+// entries of that tree.
+func (b *builder) packageTree(ctx context.Context, name string, pkgs []string) ([]entry, error) {
+	debs, err := b.debs(ctx, pkgs...)
+	if err != nil {
+		return nil, err
+	}
+	root, err := b.unpack(ctx, name, debs)
+	if err != nil {
+		return nil, err
+	}
+	return tree(root, "/")
 }
 
 // checkRelease fails unless the image's tag names the host's Debian release

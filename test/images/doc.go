@@ -25,7 +25,10 @@
 //     scripts/build-bins.sh builds;
 //   - with Options.CertManager only, cert-manager's controller
 //     (CertManagerControllerRef), a main of test/tools/cert-manager that
-//     runs the controllers of the module's library.
+//     runs the controllers of the module's library;
+//   - with Options.Agnhost only, upstream's e2e test image (AgnhostRef), the
+//     agnhost command scripts/build-bins.sh builds from k8s.io/kubernetes
+//     on the Debian packages of the commands the network specs run in it.
 //
 // A built tarball is kept under Options.Cache, named by a hash of everything
 // that goes into it, so that a second Build only checks its inputs.
