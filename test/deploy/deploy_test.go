@@ -339,6 +339,30 @@ func (e *env) waitAnswer(ctx context.Context, limit time.Duration, name string, 
 	return 0
 }
 
+// cacheTTL is the longest CoreDNS caches an answer
+// (SKYLB_DNS_CACHE_TTL in coredns/deploy/config.env).
+const cacheTTL = 5 * time.Second
+
+// waitSettled waits until CoreDNS has answered name with exactly want for
+// longer than its cache keeps an answer, every query of that time: then no
+// replica serves an older answer from its cache.
+func (e *env) waitSettled(ctx context.Context, name string, want []string) {
+	e.t.Helper()
+	start, since := time.Now(), time.Now()
+	var last string
+	for time.Since(since) <= cacheTTL+time.Second {
+		if time.Since(start) > 2*time.Minute || ctx.Err() != nil {
+			e.t.Fatalf("%s: CoreDNS did not answer %v for %v in a row within two minutes; last: %s", name, want, cacheTTL+time.Second, last)
+		}
+		rcode, got, err := stack.Query(e.server(), name, dns.TypeA)
+		if err != nil || rcode != dns.RcodeSuccess || !slices.Equal(got, want) {
+			last = fmt.Sprintf("%s %v %v", dns.RcodeToString[rcode], got, err)
+			since = time.Now()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // kubectl runs kubectl against the cluster and fails the test on an error.
 func (e *env) kubectl(ctx context.Context, args ...string) string {
 	e.t.Helper()
@@ -666,8 +690,11 @@ func (e *env) etcdLeaderDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// CoreDNS is asked all along.
+	// CoreDNS is asked all along, once every replica's cache holds the
+	// answer of the cluster as it is now: an earlier step's change may
+	// still sit in one of them.
 	want := e.webNodes(ctx, "app=web")
+	e.waitSettled(ctx, webName, want)
 	var asked, failed atomic.Int64
 	var failures []string // the first few, for the error; read after done
 	stop, done := make(chan struct{}), make(chan struct{})
