@@ -22,12 +22,12 @@ const AgnhostRef = "registry.k8s.io/e2e-test-images/agnhost:2.56"
 // agnhostModule is the module the agnhost command is built from.
 const agnhostModule = "k8s.io/kubernetes"
 
-// agnhostRoots are the Debian packages of the commands the network specs
-// run in agnhost's containers (kubectl exec ... /bin/sh -c): sh, curl and
-// nc. Upstream's image installs them from Alpine (bind-tools curl
-// netcat-openbsd iproute2 iperf bash); the specs of test/conformance need
-// these three and bash. Their dependencies are added by apt-cache.
-var agnhostRoots = []string{"dash", "bash", "coreutils", "curl", "netcat-openbsd"}
+// agnhostRoots are the Debian packages of the commands the LoadBalancer
+// specs run in agnhost's containers (kubectl exec ... /bin/sh -c): sh,
+// curl, nc and wget. Upstream's image installs curl and nc from Alpine
+// (bind-tools curl netcat-openbsd iproute2 iperf bash), and wget comes
+// with Alpine's busybox. Their dependencies are added by apt-cache.
+var agnhostRoots = []string{"dash", "bash", "coreutils", "curl", "netcat-openbsd", "wget"}
 
 // agnhostSkip are dependencies that only the packages' maintainer scripts
 // use, which never run here.
