@@ -40,7 +40,7 @@ func svcName(i int) string { return fmt.Sprintf("svc-%03d", i) }
 // TestFaults runs the faults one after another on one stack; each leaves the
 // stack whole for the next.
 func TestFaults(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 18*time.Minute)
 	defer cancel()
 	t0 := time.Now()
 	if err := parallel(baseServices, 8, func(i int) error { return createService(ctx, svcName(i), addresses(2, i)) }); err != nil {
@@ -68,6 +68,57 @@ func TestFaults(t *testing.T) {
 		"skylb keeps running, backs off, logs it and sets skylb_etcd_no_space; no name half-written; recovers after the alarm is disarmed", noSpace)
 	fault(t, "8. client certificate rotated by a Secret-style symlink swap",
 		"new connections use the new pair (a different etcd user) without a restart", certRotation)
+	fault(t, "9. every etcd member hung (SIGSTOP) for 30 s",
+		"CoreDNS answers the names asked before from its cache, stays Ready; then the invariant", etcdHung)
+	fault(t, "10. quorum lost: two of three etcd members down for 30 s",
+		"CoreDNS answers the names asked before from its cache, stays Ready; then the invariant", quorumLost)
+}
+
+// etcdHung: every member of the DNS etcd stopped (SIGSTOP) for 30 s: its
+// connections stay open and nothing answers, the worst case for a client.
+func etcdHung(t *faultT) {
+	ctx := context.Background()
+	probe := startDNSProbe(ctx, t, probeNames())
+	for _, m := range st.EtcdCluster {
+		if err := st.Proc(m.Name).Pause(); err != nil {
+			t.Fatalf("pause %s: %v", m.Name, err)
+		}
+	}
+	paused := time.Now()
+	time.Sleep(30 * time.Second)
+	probe.stop(t)
+	for _, m := range st.EtcdCluster {
+		if err := st.Proc(m.Name).Resume(); err != nil {
+			t.Fatalf("resume %s: %v", m.Name, err)
+		}
+	}
+	end := time.Now()
+	t.Notef("hung %s", seconds(end.Sub(paused)))
+	settle(ctx, t, end, nil)
+}
+
+// quorumLost: two of the three members killed for 30 s; the third runs
+// and refuses what needs a quorum (every read CoreDNS and skylb make).
+func quorumLost(t *faultT) {
+	ctx := context.Background()
+	probe := startDNSProbe(ctx, t, probeNames())
+	down := st.EtcdCluster[:2]
+	for _, m := range down {
+		if err := st.Proc(m.Name).Kill(); err != nil {
+			t.Fatalf("kill %s: %v", m.Name, err)
+		}
+	}
+	killed := time.Now()
+	time.Sleep(30 * time.Second)
+	probe.stop(t)
+	for _, m := range down {
+		if err := st.Proc(m.Name).Restart(ctx); err != nil {
+			t.Fatalf("restart %s: %v", m.Name, err)
+		}
+	}
+	end := time.Now()
+	t.Notef("%s and %s down %s", down[0].Name, down[1].Name, seconds(end.Sub(killed)))
+	settle(ctx, t, end, nil)
 }
 
 // settle checks the invariant after a fault that ended at end: etcd holds
@@ -268,6 +319,7 @@ func etcdDown(t *faultT) {
 		t.Fatalf("%v", err)
 	}
 	logOffset := logSize()
+	probe := startDNSProbe(ctx, t, probeNames())
 	if err := parallel(len(st.EtcdCluster), 3, func(i int) error { return st.Proc(st.EtcdCluster[i].Name).Kill() }); err != nil {
 		t.Fatalf("stop etcd: %v", err)
 	}
@@ -300,6 +352,7 @@ func etcdDown(t *faultT) {
 		time.Sleep(time.Second)
 	}
 	lines := logSince(logOffset)
+	probe.stop(t)
 	if err := parallel(len(st.EtcdCluster), 3, func(i int) error { return st.Proc(st.EtcdCluster[i].Name).Restart(ctx) }); err != nil {
 		t.Fatalf("restart etcd: %v", err)
 	}
