@@ -170,11 +170,17 @@ func noCacheCorefile(src, dir string) (string, error) {
 		return "", err
 	}
 	var out []string
-	dropped := false
+	dropped, inBlock := false, false
 	for _, line := range strings.Split(string(b), "\n") {
 		t := strings.TrimSpace(line)
+		if inBlock {
+			// The cache's block of options, to its closing brace.
+			inBlock = t != "}"
+			continue
+		}
 		if t == "cache" || strings.HasPrefix(t, "cache ") || strings.HasPrefix(t, "cache\t") {
 			dropped = true
+			inBlock = strings.HasSuffix(t, "{")
 			continue
 		}
 		out = append(out, line)
