@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,6 +108,7 @@ func TestDeploy(t *testing.T) {
 	t.Run("kubelet stopped", e.kubeletStopped)
 	t.Run("skylb leader deleted", e.skylbLeaderDeleted)
 	t.Run("etcd leader deleted", e.etcdLeaderDeleted)
+	t.Run("etcd scaled to zero", e.etcdScaledToZero)
 	t.Run("CoreDNS on host port 53", e.hostNetwork)
 	t.Run("memory", e.memory)
 }
@@ -337,6 +337,51 @@ func (e *env) waitAnswer(ctx context.Context, limit time.Duration, name string, 
 	}
 	e.t.Fatalf("%s: CoreDNS answers %s after %v, want %v", name, last, limit, want)
 	return 0
+}
+
+// probe asks CoreDNS for a name every 100 ms until stopped.
+type probe struct {
+	stop func() (asked, right int, slowest time.Duration, wrong []string)
+}
+
+// startProbe starts asking CoreDNS for name; stop returns how many queries
+// were asked, how many answered exactly want, the slowest answer and the
+// first few wrong ones.
+func (e *env) startProbe(ctx context.Context, name string, want []string) probe {
+	var (
+		asked, right int
+		slowest      time.Duration
+		wrong        []string
+	)
+	stop, done := make(chan struct{}), make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			t0 := time.Now()
+			rcode, got, err := stack.Query(e.server(), name, dns.TypeA)
+			took := time.Since(t0)
+			asked++
+			slowest = max(slowest, took)
+			if err == nil && rcode == dns.RcodeSuccess && slices.Equal(got, want) {
+				right++
+			} else if len(wrong) < 5 {
+				wrong = append(wrong, fmt.Sprintf("at %v (%v): rcode %s, %v, %v",
+					t0.Sub(start).Round(time.Millisecond), took.Round(time.Millisecond), dns.RcodeToString[rcode], got, err))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	return probe{stop: func() (int, int, time.Duration, []string) {
+		close(stop)
+		<-done
+		return asked, right, slowest, wrong
+	}}
 }
 
 // cacheTTL is the longest CoreDNS caches an answer
@@ -695,31 +740,8 @@ func (e *env) etcdLeaderDeleted(t *testing.T) {
 	// still sit in one of them.
 	want := e.webNodes(ctx, "app=web")
 	e.waitSettled(ctx, webName, want)
-	var asked, failed atomic.Int64
-	var failures []string // the first few, for the error; read after done
-	stop, done := make(chan struct{}), make(chan struct{})
 	start := time.Now()
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			t0 := time.Now()
-			rcode, got, err := stack.Query(e.server(), webName, dns.TypeA)
-			asked.Add(1)
-			if err != nil || !slices.Equal(got, want) {
-				failed.Add(1)
-				if len(failures) < 5 {
-					failures = append(failures, fmt.Sprintf("at %v (%v): rcode %s, %v, %v",
-						t0.Sub(start).Round(time.Millisecond), time.Since(t0).Round(time.Millisecond), dns.RcodeToString[rcode], got, err))
-				}
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}()
+	probe := e.startProbe(ctx, webName, want)
 	e.kubectl(ctx, "-n", "skylb-dns", "delete", "pod", leader)
 	e.kubectl(ctx, "-n", "skylb-dns", "rollout", "status", "statefulset/etcd", "--timeout=4m")
 	back := e.waitFor(ctx, 4*time.Minute, leader+" ready", func() bool {
@@ -727,8 +749,7 @@ func (e *env) etcdLeaderDeleted(t *testing.T) {
 		return ok && p.DeletionTimestamp == nil && podReady(&p)
 	})
 	rejoined := time.Since(start)
-	close(stop)
-	<-done
+	asked, right, slowest, wrong := probe.stop()
 
 	after := records(ctx, t, e.etcdClient(t, "root"))
 	if len(after) != len(before) {
@@ -755,11 +776,48 @@ func (e *env) etcdLeaderDeleted(t *testing.T) {
 	if len(members.Members) != 3 {
 		t.Errorf("Got %d etcd members, want 3", len(members.Members))
 	}
-	t.Logf("measure: etcd leader %s deleted: back and ready after %v (%v after its rollout), %d records intact, CoreDNS answered %d of %d queries meanwhile",
-		leader, rejoined.Round(time.Second), back.Round(time.Second), len(after), asked.Load()-failed.Load(), asked.Load())
-	if failed.Load() > 0 {
-		t.Errorf("CoreDNS failed %d of %d queries while the etcd leader was replaced; the first: %s", failed.Load(), asked.Load(), strings.Join(failures, "; "))
+	t.Logf("measure: etcd leader %s deleted: back and ready after %v (%v after its rollout), %d records intact, CoreDNS answered %d of %d queries meanwhile, the slowest in %v",
+		leader, rejoined.Round(time.Second), back.Round(time.Second), len(after), right, asked, slowest.Round(time.Millisecond))
+	if right != asked {
+		t.Errorf("CoreDNS failed %d of %d queries while the etcd leader was replaced; the first: %s", asked-right, asked, strings.Join(wrong, "; "))
 	}
+}
+
+// etcdScaledToZero takes every etcd member away (the StatefulSet scaled
+// to 0) for 30 s while CoreDNS is asked for a name it answered before, then
+// brings them back and measures how soon a change reaches the answer.
+func (e *env) etcdScaledToZero(t *testing.T) {
+	e.t = t
+	ctx := ctxT(t, 8*time.Minute)
+	want := e.webNodes(ctx, "app=web")
+	e.waitSettled(ctx, webName, want)
+
+	probe := e.startProbe(ctx, webName, want)
+	t0 := time.Now()
+	e.kubectl(ctx, "-n", "skylb-dns", "scale", "statefulset/etcd", "--replicas=0")
+	e.waitFor(ctx, 3*time.Minute, "every etcd pod gone", func() bool { return len(e.etcdPods(ctx)) == 0 })
+	gone := time.Since(t0)
+	time.Sleep(30 * time.Second)
+	asked, right, slowest, wrong := probe.stop()
+	outage := time.Since(t0)
+	if ready := e.kubectl(ctx, "-n", "skylb-coredns", "get", "deployment", "coredns", "-o", "jsonpath={.status.readyReplicas}"); ready != "2" {
+		t.Errorf("Got %s CoreDNS replicas Ready with etcd away, want 2", ready)
+	}
+
+	e.kubectl(ctx, "-n", "skylb-dns", "scale", "statefulset/etcd", "--replicas=3")
+	e.kubectl(ctx, "-n", "skylb-dns", "rollout", "status", "statefulset/etcd", "--timeout=4m")
+	back := time.Now()
+	// A change made once etcd serves again: a new Service of the same pods.
+	e.kubectl(ctx, "expose", "deployment", "web", "--name=web4", "--type=LoadBalancer", "--port=83", "--target-port=80")
+	e.waitAnswer(ctx, 2*time.Minute, "web4.default."+zone, want)
+	t.Logf("measure: etcd scaled to zero (pods gone after %v) for %v: CoreDNS answered %d of %d queries for %s right, the slowest in %v; once etcd was back, a new Service answered after %v",
+		gone.Round(time.Second), outage.Round(time.Second), right, asked, webName,
+		slowest.Round(time.Millisecond), time.Since(back).Round(100*time.Millisecond))
+	if right != asked {
+		t.Errorf("CoreDNS answered %d of %d queries wrong while etcd was away; the first: %s", asked-right, asked, strings.Join(wrong, "; "))
+	}
+	e.kubectl(ctx, "delete", "service", "web4")
+	e.waitAnswer(ctx, time.Minute, "web4.default."+zone, nil)
 }
 
 // hostNetwork adds the component deploy/hostnetwork in an overlay of coredns/,
