@@ -56,6 +56,8 @@ func (b *builder) agnhost(ctx context.Context) (*spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Debian's /etc/wgetrc (all comments) gives way to the one below.
+	entries = slices.DeleteFunc(entries, func(e entry) bool { return e.Path == "/etc/wgetrc" })
 	entries = append(entries,
 		// The alternative Debian's maintainer script would set.
 		symlink("/bin/nc", "/etc/alternatives/nc"),
@@ -69,6 +71,9 @@ func (b *builder) agnhost(ctx context.Context) (*spec, error) {
 		data("/etc/group", "root:x:0:\nnogroup:x:65534:\nuser-defined-in-image:x:1000:\n"+
 			"group-defined-in-image:x:50000:user-defined-in-image\n", 0o644),
 		data("/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files dns\n", 0o644),
+		// busybox's wget tries once; GNU wget would try 20 times, and a
+		// spec that expects a refusal would wait minutes for each.
+		data("/etc/wgetrc", "tries = 1\n", 0o644),
 		dir("/tmp", 0o777|os.ModeSticky),
 		dir("/root", 0o700),
 	)

@@ -199,6 +199,6 @@ func TestBuildAgnhost(t *testing.T) {
 	}
 	checkImages(t, imgs[len(imgs)-1:], map[string]want{
 		"agnhost": {ref: AgnhostRef, entrypoint: []string{"/agnhost"},
-			files: []string{"agnhost", "agnhost-2", "bin/sh", "bin/bash", "usr/bin/curl", "usr/bin/wget", "bin/nc", "bin/nc.openbsd", "uploads/", "tmp/"}},
+			files: []string{"agnhost", "agnhost-2", "bin/sh", "bin/bash", "usr/bin/curl", "usr/bin/wget", "etc/wgetrc", "bin/nc", "bin/nc.openbsd", "uploads/", "tmp/"}},
 	})
 }
