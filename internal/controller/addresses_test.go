@@ -366,3 +366,33 @@ func TestPortConflict(t *testing.T) {
 	e.status("team", "tls")
 	e.expectEvent("Warning", source.ReasonPortConflict, "port TCP/443", "Service shop/api")
 }
+
+// TestLocalStatusOrder checks that the status of an
+// externalTrafficPolicy: Local Service lists the nodes with ready pods
+// first, and follows them as they move, keeping every node.
+func TestLocalStatusOrder(t *testing.T) {
+	srv := etcdtest.Start(t)
+	svc := lbService("shop", "web", t0)
+	svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	e := runWith(t, srv, source.Config{},
+		node("n1", true, internalIP("10.0.0.1")),
+		node("n2", true, internalIP("10.0.0.2")),
+		node("n3", true, internalIP("10.0.0.3")),
+		svc,
+	)
+	e.status("shop", "web", "10.0.0.1", "10.0.0.2", "10.0.0.3")
+	ctx := context.Background()
+	slices_ := e.kube.DiscoveryV1().EndpointSlices("shop")
+	s := slice("shop", "web", ep{ip: "10.244.2.5", node: "n2", ready: true})
+	if _, err := slices_.Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.expect("web.shop.example.org 10.0.0.2")
+	e.status("shop", "web", "10.0.0.2", "10.0.0.1", "10.0.0.3")
+	s = slice("shop", "web", ep{ip: "10.244.3.5", node: "n3", ready: true})
+	if _, err := slices_.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.expect("web.shop.example.org 10.0.0.3")
+	e.status("shop", "web", "10.0.0.3", "10.0.0.1", "10.0.0.2")
+}

@@ -354,6 +354,8 @@ func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
 			spec := corev1.ServiceSpec{
 				Type: canonical(o.Spec.Type, serviceTypes), LoadBalancerClass: o.Spec.LoadBalancerClass,
 				IPFamilies: canonicalFamilies(o.Spec.IPFamilies), ExternalName: o.Spec.ExternalName,
+				// Local orders the status: the nodes with pods first.
+				ExternalTrafficPolicy: canonical(o.Spec.ExternalTrafficPolicy, trafficPolicies),
 			}
 			// The first port is health-checked and matched in EndpointSlices;
 			// every named port is published as SRV records.
@@ -424,9 +426,11 @@ func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
 var (
 	serviceTypes = []corev1.ServiceType{corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeClusterIP,
 		corev1.ServiceTypeNodePort, corev1.ServiceTypeExternalName}
-	protocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
-	ipModes   = []corev1.LoadBalancerIPMode{corev1.LoadBalancerIPModeVIP, corev1.LoadBalancerIPModeProxy}
-	families  = [][]corev1.IPFamily{{corev1.IPv4Protocol}, {corev1.IPv6Protocol},
+	protocols       = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
+	ipModes         = []corev1.LoadBalancerIPMode{corev1.LoadBalancerIPModeVIP, corev1.LoadBalancerIPModeProxy}
+	trafficPolicies = []corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyCluster,
+		corev1.ServiceExternalTrafficPolicyLocal}
+	families = [][]corev1.IPFamily{{corev1.IPv4Protocol}, {corev1.IPv6Protocol},
 		{corev1.IPv4Protocol, corev1.IPv6Protocol}, {corev1.IPv6Protocol, corev1.IPv4Protocol}}
 )
 
