@@ -171,17 +171,12 @@ func (p *Publication) HealthTargets() []health.Target {
 	return out
 }
 
-// Keep narrows the addresses to those given (a subset, in order) and the status
-// skylb writes with them.
+// Keep narrows the answer to the addresses given (a subset, in order): those
+// that passed their health checks. The status stays as it is: it lists every
+// usable node, and an address that leaves it stops being served by
+// kube-proxy, connections included (see loadBalancerStatus).
 func (p *Publication) Keep(addrs []netip.Addr) {
 	p.Addresses = addrs
-	if !p.WriteStatus || p.Mode != ModeNodes {
-		return
-	}
-	p.Status = []corev1.LoadBalancerIngress{}
-	for _, a := range addrs {
-		p.Status = append(p.Status, corev1.LoadBalancerIngress{IP: a.String(), IPMode: ptrTo(corev1.LoadBalancerIPModeVIP)})
-	}
 }
 
 // StatusEqual reports whether two load-balancer ingress lists say the same.
