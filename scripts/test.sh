@@ -15,6 +15,8 @@ step() { printf '\n== %s\n' "$*"; }
 step "dependencies"
 scripts/install-deps.sh
 scripts/build-bins.sh
+# Upstream's LoadBalancer specs (test/conformance) and their image's command.
+scripts/build-bins.sh e2e.test agnhost
 
 step "gofmt and go vet"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './test/tools/*'))
@@ -51,15 +53,16 @@ step "end-to-end tests on the local stack"
 # One package at a time: each starts its own stack. The fault-injection suite
 # and the real cluster run next, each on its own. The tests of a package run
 # in a random order (the seed is printed): none depends on another's leftovers.
-go test -count=1 -p 1 -shuffle=on -timeout 20m $(go list ./test/... | grep -v -e '/test/chaos$' -e '/test/cluster$' -e '/test/deploy$' -e '/test/flux$' -e '/test/certmanager$' -e '/test/chart$')
+go test -count=1 -p 1 -shuffle=on -timeout 20m $(go list ./test/... | grep -v -e '/test/chaos$' -e '/test/cluster$' -e '/test/deploy$' -e '/test/flux$' -e '/test/certmanager$' -e '/test/chart$' -e '/test/conformance$')
 
 step "real cluster (three kubelet nodes)"
 # containerd, kubelets and kube-proxy in network and mount namespaces of their
 # own (root only; the tests skip otherwise): the cluster itself, the
 # deployment of manifests/README.md in it, then the same with Flux's
-# controllers, then with cert-manager's certificates, one after the other (one
-# cluster at a time).
-go test -count=1 -p 1 -timeout 30m -v ./test/cluster ./test/deploy ./test/flux ./test/certmanager ./test/chart
+# controllers, then with cert-manager's certificates, then upstream's quick
+# LoadBalancer specs (scripts/conformance.sh runs all of them), one after the
+# other (one cluster at a time).
+go test -count=1 -p 1 -timeout 45m -v ./test/cluster ./test/deploy ./test/flux ./test/certmanager ./test/chart ./test/conformance
 
 step "fault injection (three-member etcd cluster)"
 scripts/chaos.sh

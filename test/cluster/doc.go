@@ -31,6 +31,12 @@
 // curl http://10.213.0.11:30080/, dig @10.213.0.11 -p 30053. Pod IPs answer
 // from the host too; Service IPs only inside the nodes (ExecInNode).
 //
+// The host is on the nodes' network. A client from beyond it, whose source
+// address a pod should see intact, runs in the network namespace
+// skylbk-client that Cluster.Client creates on demand: 10.216.0.2 on the
+// bridge, the host and nodes on the link both ways, the pod ranges through
+// their nodes.
+//
 // Storage: a default StorageClass "standard" (no provisioner,
 // WaitForFirstConsumer) and PersistentVolumes pv1..pv8 of 10Gi, hostPath
 // directories under <Dir>/pv, shared by all nodes.

@@ -73,7 +73,7 @@ func checkAddressPlan(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		for _, ours := range []netip.Prefix{bridgeNet, podNet, serviceNet} {
+		for _, ours := range []netip.Prefix{bridgeNet, podNet, serviceNet, clientNet} {
 			if p.Overlaps(ours) {
 				return fmt.Errorf("cluster: host route %q overlaps the cluster's %s: another cluster runs? (scripts/cluster.sh down)", strings.TrimSpace(line), ours)
 			}
