@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -266,8 +267,17 @@ func TestOnceAndDryRun(t *testing.T) {
 	if rev := revision(t); rev != before {
 		t.Errorf("--dry-run moved etcd's revision from %d to %d", before, rev)
 	}
-	if _, rcode, _ := addresses("web.modes.example.org"); rcode == 0 {
-		t.Errorf("web.modes.example.org answers after a dry run, want NXDOMAIN")
+	// CoreDNS's own etcd client may still be reconnecting after a test
+	// that restarted etcd: a name it never answered waits for it.
+	var got []string
+	var rcode int
+	stack.Eventually(t, 2*time.Minute, "CoreDNS answers web.modes.example.org", func() (bool, string) {
+		var err error
+		got, rcode, err = addresses("web.modes.example.org")
+		return err == nil, fmt.Sprint(err)
+	})
+	if rcode != dns.RcodeNameError {
+		t.Errorf("web.modes.example.org answers %s %v after a dry run, want NXDOMAIN", dns.RcodeToString[rcode], got)
 	}
 
 	out, err = runOnce(t, "--once")
