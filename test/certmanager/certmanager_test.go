@@ -23,14 +23,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/miekg/dns"
 
 	"github.com/skylb/skylb/test/cluster"
 	"github.com/skylb/skylb/test/images"
@@ -118,8 +114,8 @@ func renew(ctx context.Context, t *testing.T, c *cluster.Cluster, server string,
 	for _, r := range renewed {
 		old[r.name] = secretLeaf(ctx, t, c, r.ns, r.name).SerialNumber
 	}
-	p := startProbe(ctx, server, webName, want)
-	defer p.stop()
+	p := cluster.StartProbe(ctx, server, webName, want)
+	defer p.Stop()
 
 	t0 := time.Now()
 	for _, r := range renewed {
@@ -195,13 +191,13 @@ func renew(ctx context.Context, t *testing.T, c *cluster.Cluster, server string,
 	cluster.WaitAnswer(ctx, t, server, "web-renewed.default."+zone, want)
 	t.Logf("measure: kubectl -n skylb-coredns rollout restart deployment/coredns -> rolled out, the new pods on the new certificate, both names answer in %v", time.Since(t1).Round(100*time.Millisecond))
 
-	s := p.stop()
+	s := p.Stop()
 	t.Logf("measure: %s asked every 100ms through the NodePort from the renewal to the end of the restart (%v): %d queries, %d failed, longest run of failures %d (%v)",
-		webName, s.span.Round(100*time.Millisecond), s.queries, s.failed, s.longest, s.longestFor.Round(100*time.Millisecond))
-	for _, f := range s.failures {
+		webName, s.Span.Round(100*time.Millisecond), s.Queries, s.Failed, s.Longest, s.LongestFor.Round(100*time.Millisecond))
+	for _, f := range s.Failures {
 		t.Logf("failed query at %s", f)
 	}
-	if s.queries == 0 {
+	if s.Queries == 0 {
 		t.Error("the prober sent no query")
 	}
 }
@@ -461,68 +457,4 @@ func waitMounted(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, sele
 		return true
 	})
 	return pods
-}
-
-// probe asks a name over and over and counts the failed answers.
-type probe struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
-	stats  probeStats
-}
-
-// probeStats sums up a probe: a failure is an error, an rcode other than
-// NOERROR or an answer other than the one wanted.
-type probeStats struct {
-	queries, failed, longest int
-	longestFor, span         time.Duration
-	failures                 []string // when (since the start) and why, the first few
-}
-
-// startProbe asks server for name every 100ms until stop.
-func startProbe(ctx context.Context, server, name string, want []string) *probe {
-	ctx, cancel := context.WithCancel(ctx)
-	p := &probe{cancel: cancel}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		start := time.Now()
-		run, runStart := 0, time.Time{}
-		for ctx.Err() == nil {
-			at := time.Now()
-			rcode, got, err := stack.Query(server, name, dns.TypeA)
-			p.stats.queries++
-			if err == nil && rcode == dns.RcodeSuccess && slices.Equal(got, want) {
-				run = 0
-			} else {
-				p.stats.failed++
-				if len(p.stats.failures) < 10 {
-					p.stats.failures = append(p.stats.failures, fmt.Sprintf("%v: %s %v %v",
-						at.Sub(start).Round(100*time.Millisecond), dns.RcodeToString[rcode], got, err))
-				}
-				if run == 0 {
-					runStart = at
-				}
-				run++
-				if run > p.stats.longest {
-					p.stats.longest, p.stats.longestFor = run, time.Since(runStart)
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Until(at.Add(100 * time.Millisecond))):
-			}
-		}
-		p.stats.span = time.Since(start)
-	}()
-	return p
-}
-
-// stop ends the probe and returns its statistics.
-func (p *probe) stop() probeStats {
-	p.once.Do(func() {
-		p.cancel()
-		p.wg.Wait()
-	})
-	return p.stats
 }

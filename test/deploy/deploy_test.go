@@ -339,51 +339,6 @@ func (e *env) waitAnswer(ctx context.Context, limit time.Duration, name string, 
 	return 0
 }
 
-// probe asks CoreDNS for a name every 100 ms until stopped.
-type probe struct {
-	stop func() (asked, right int, slowest time.Duration, wrong []string)
-}
-
-// startProbe starts asking CoreDNS for name; stop returns how many queries
-// were asked, how many answered exactly want, the slowest answer and the
-// first few wrong ones.
-func (e *env) startProbe(ctx context.Context, name string, want []string) probe {
-	var (
-		asked, right int
-		slowest      time.Duration
-		wrong        []string
-	)
-	stop, done := make(chan struct{}), make(chan struct{})
-	start := time.Now()
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			t0 := time.Now()
-			rcode, got, err := stack.Query(e.server(), name, dns.TypeA)
-			took := time.Since(t0)
-			asked++
-			slowest = max(slowest, took)
-			if err == nil && rcode == dns.RcodeSuccess && slices.Equal(got, want) {
-				right++
-			} else if len(wrong) < 5 {
-				wrong = append(wrong, fmt.Sprintf("at %v (%v): rcode %s, %v, %v",
-					t0.Sub(start).Round(time.Millisecond), took.Round(time.Millisecond), dns.RcodeToString[rcode], got, err))
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}()
-	return probe{stop: func() (int, int, time.Duration, []string) {
-		close(stop)
-		<-done
-		return asked, right, slowest, wrong
-	}}
-}
-
 // cacheTTL is the longest CoreDNS caches an answer
 // (SKYLB_DNS_CACHE_TTL in coredns/deploy/config.env).
 const cacheTTL = 5 * time.Second
@@ -741,7 +696,7 @@ func (e *env) etcdLeaderDeleted(t *testing.T) {
 	want := e.webNodes(ctx, "app=web")
 	e.waitSettled(ctx, webName, want)
 	start := time.Now()
-	probe := e.startProbe(ctx, webName, want)
+	probe := cluster.StartProbe(ctx, e.server(), webName, want)
 	e.kubectl(ctx, "-n", "skylb-dns", "delete", "pod", leader)
 	e.kubectl(ctx, "-n", "skylb-dns", "rollout", "status", "statefulset/etcd", "--timeout=4m")
 	back := e.waitFor(ctx, 4*time.Minute, leader+" ready", func() bool {
@@ -749,7 +704,7 @@ func (e *env) etcdLeaderDeleted(t *testing.T) {
 		return ok && p.DeletionTimestamp == nil && podReady(&p)
 	})
 	rejoined := time.Since(start)
-	asked, right, slowest, wrong := probe.stop()
+	s := probe.Stop()
 
 	after := records(ctx, t, e.etcdClient(t, "root"))
 	if len(after) != len(before) {
@@ -777,9 +732,9 @@ func (e *env) etcdLeaderDeleted(t *testing.T) {
 		t.Errorf("Got %d etcd members, want 3", len(members.Members))
 	}
 	t.Logf("measure: etcd leader %s deleted: back and ready after %v (%v after its rollout), %d records intact, CoreDNS answered %d of %d queries meanwhile, the slowest in %v",
-		leader, rejoined.Round(time.Second), back.Round(time.Second), len(after), right, asked, slowest.Round(time.Millisecond))
-	if right != asked {
-		t.Errorf("CoreDNS failed %d of %d queries while the etcd leader was replaced; the first: %s", asked-right, asked, strings.Join(wrong, "; "))
+		leader, rejoined.Round(time.Second), back.Round(time.Second), len(after), s.Queries-s.Failed, s.Queries, s.Slowest.Round(time.Millisecond))
+	if s.Failed > 0 {
+		t.Errorf("CoreDNS failed %d of %d queries while the etcd leader was replaced; the first: %s", s.Failed, s.Queries, strings.Join(s.Failures[:min(5, len(s.Failures))], "; "))
 	}
 }
 
@@ -792,13 +747,13 @@ func (e *env) etcdScaledToZero(t *testing.T) {
 	want := e.webNodes(ctx, "app=web")
 	e.waitSettled(ctx, webName, want)
 
-	probe := e.startProbe(ctx, webName, want)
+	probe := cluster.StartProbe(ctx, e.server(), webName, want)
 	t0 := time.Now()
 	e.kubectl(ctx, "-n", "skylb-dns", "scale", "statefulset/etcd", "--replicas=0")
 	e.waitFor(ctx, 3*time.Minute, "every etcd pod gone", func() bool { return len(e.etcdPods(ctx)) == 0 })
 	gone := time.Since(t0)
 	time.Sleep(30 * time.Second)
-	asked, right, slowest, wrong := probe.stop()
+	s := probe.Stop()
 	outage := time.Since(t0)
 	if ready := e.kubectl(ctx, "-n", "skylb-coredns", "get", "deployment", "coredns", "-o", "jsonpath={.status.readyReplicas}"); ready != "2" {
 		t.Errorf("Got %s CoreDNS replicas Ready with etcd away, want 2", ready)
@@ -811,10 +766,10 @@ func (e *env) etcdScaledToZero(t *testing.T) {
 	e.kubectl(ctx, "expose", "deployment", "web", "--name=web4", "--type=LoadBalancer", "--port=83", "--target-port=80")
 	e.waitAnswer(ctx, 2*time.Minute, "web4.default."+zone, want)
 	t.Logf("measure: etcd scaled to zero (pods gone after %v) for %v: CoreDNS answered %d of %d queries for %s right, the slowest in %v; once etcd was back, a new Service answered after %v",
-		gone.Round(time.Second), outage.Round(time.Second), right, asked, webName,
-		slowest.Round(time.Millisecond), time.Since(back).Round(100*time.Millisecond))
-	if right != asked {
-		t.Errorf("CoreDNS answered %d of %d queries wrong while etcd was away; the first: %s", asked-right, asked, strings.Join(wrong, "; "))
+		gone.Round(time.Second), outage.Round(time.Second), s.Queries-s.Failed, s.Queries, webName,
+		s.Slowest.Round(time.Millisecond), time.Since(back).Round(100*time.Millisecond))
+	if s.Failed > 0 {
+		t.Errorf("CoreDNS answered %d of %d queries wrong while etcd was away; the first: %s", s.Failed, s.Queries, strings.Join(s.Failures[:min(5, len(s.Failures))], "; "))
 	}
 	e.kubectl(ctx, "delete", "service", "web4")
 	e.waitAnswer(ctx, time.Minute, "web4.default."+zone, nil)
