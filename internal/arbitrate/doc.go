@@ -1,6 +1,9 @@
 // Package arbitrate decides which of several clusters sharing an etcd
 // publishes a name. It is pure: the claims come in, a decision goes out;
-// reading and writing the claims in etcd is package publish's job.
+// reading and writing the claims in etcd is package publish's job. The
+// value a claim holds in etcd is encoded and decoded here (DecodeClaim,
+// EncodeShared), so that readers such as "skylb records" (package inventory)
+// read claims without the writer.
 //
 // Each cluster claims every stored name it publishes (see Claim). The
 // earliest claim on a name holds it; a later claim joins it when both are

@@ -19,7 +19,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/skylb/skylb/internal/arbitrate"
-	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/skydns"
 )
 
@@ -94,7 +93,7 @@ func Read(ctx context.Context, c *clientv3.Client, prefix, claimPrefix string) (
 				continue
 			}
 			owner := rest[i+1:]
-			shared, share := publish.DecodeClaim(owner, kv.Value)
+			shared, share := arbitrate.DecodeClaim(owner, kv.Value)
 			inv.Claims = append(inv.Claims, Claim{Name: rest[:i], Owner: owner, Shared: shared, Share: share, Created: kv.CreateRevision, Lease: kv.Lease})
 			inv.LeaseTTL[kv.Lease] = 0
 		}

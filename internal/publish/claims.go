@@ -3,11 +3,9 @@ package publish
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -75,58 +73,11 @@ type claimEntry struct {
 	share *arbitrate.Member
 }
 
-// claimValue is the JSON of a claim. The fields after Shared are written for
-// shared names only (see share.go).
-type claimValue struct {
-	Owner    string `json:"owner"`
-	Shared   bool   `json:"shared,omitempty"`
-	Policy   string `json:"policy,omitempty"`
-	Priority *int   `json:"priority,omitempty"`
-	Healthy  *bool  `json:"healthy,omitempty"`
-	Since    string `json:"since,omitempty"` // RFC 3339
-	Serving  *bool  `json:"serving,omitempty"`
-}
-
-// DecodeClaim reads the value of owner's claim: whether it is shared and, when
-// it is, the owner's part in answering the name (see share.go); "skylb
-// records" reads claims with it too. A value that is not a claim is an
-// unshared claim. A shared claim that says nothing of its health or
-// whether it serves, as versions before the verdicts wrote them, is healthy
-// and serving, since such a version always serves.
-func DecodeClaim(owner string, value []byte) (shared bool, share *arbitrate.Member) {
-	var v claimValue
-	if json.Unmarshal(value, &v) != nil || !v.Shared {
-		return false, nil
-	}
-	m := arbitrate.Member{Owner: owner, Policy: arbitrate.Policy(v.Policy), Priority: arbitrate.DefaultPriority, Healthy: true, Serving: true}
-	if m.Policy != arbitrate.Failover {
-		m.Policy = arbitrate.Balanced
-	}
-	if v.Priority != nil {
-		m.Priority = *v.Priority
-	}
-	if v.Healthy != nil {
-		m.Healthy = *v.Healthy
-	}
-	if v.Serving != nil {
-		m.Serving = *v.Serving
-	}
-	m.Since, _ = time.Parse(time.RFC3339, v.Since)
-	return true, &m
-}
-
 // encodeShared returns the value of this cluster's claim on a name it shares
 // as m.
 func (p *Publisher) encodeShared(m arbitrate.Member) []byte {
-	v := claimValue{
-		Owner: p.cfg.Owner, Shared: true, Policy: string(m.Policy),
-		Priority: &m.Priority, Healthy: &m.Healthy, Serving: &m.Serving,
-	}
-	if !m.Since.IsZero() {
-		v.Since = m.Since.UTC().Format(time.RFC3339)
-	}
-	b, _ := json.Marshal(v)
-	return b
+	m.Owner = p.cfg.Owner
+	return arbitrate.EncodeShared(m)
 }
 
 // claiming reports whether names are claimed.
@@ -158,18 +109,18 @@ func (p *Publisher) claimFromKV(owner string, kv *mvccpb.KeyValue) claimEntry {
 	if p.ownUnshared(owner, kv.Value) {
 		e.value = p.claimValues[0] // one copy for every name, not one each
 	} else {
-		e.shared, e.share = DecodeClaim(owner, kv.Value)
+		e.shared, e.share = arbitrate.DecodeClaim(owner, kv.Value)
 	}
 	return e
 }
 
-// decodeClaim is DecodeClaim, but for the value of this cluster's unshared
+// decodeClaim is arbitrate.DecodeClaim, but for the value of this cluster's unshared
 // claim, the most common by far, which it knows without decoding it.
 func (p *Publisher) decodeClaim(owner string, value []byte) (shared bool, share *arbitrate.Member) {
 	if p.ownUnshared(owner, value) {
 		return false, nil
 	}
-	return DecodeClaim(owner, value)
+	return arbitrate.DecodeClaim(owner, value)
 }
 
 // ownUnshared reports whether owner's claim value is this cluster's unshared one.
@@ -179,11 +130,7 @@ func (p *Publisher) ownUnshared(owner string, value []byte) bool {
 
 // ownClaimValues returns the values of owner's claim, unshared and shared.
 func ownClaimValues(owner string) [2][]byte {
-	var out [2][]byte
-	for i, shared := range []bool{false, true} {
-		out[i], _ = json.Marshal(claimValue{Owner: owner, Shared: shared})
-	}
-	return out
+	return [2][]byte{arbitrate.EncodeClaim(owner, false), arbitrate.EncodeClaim(owner, true)}
 }
 
 // encodeClaim returns the value of this cluster's claim. There are two, so
