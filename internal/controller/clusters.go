@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/skylb/skylb/internal/arbitrate"
-	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
 
@@ -132,13 +130,9 @@ func shareEvents(s arbitrate.Sharing, was *arbitrate.Sharing) []shareEvent {
 // publishersLocked calls f with every object publishing stored (as the
 // object's own name, the zone's for its apex records) and that name.
 func (c *Controller) publishersLocked(stored string, f func(pub *source.Publication, name string)) {
-	for _, bySource := range c.granted {
-		for src, names := range bySource {
-			i := slices.IndexFunc(names, func(n string) bool { return n == stored || skydns.ApexName(n) == stored })
-			pub := c.index.Publication(src)
-			if i >= 0 && pub != nil {
-				f(pub, names[i])
-			}
+	c.tellings.publishers(stored, func(src, name string) {
+		if pub := c.index.Publication(src); pub != nil {
+			f(pub, name)
 		}
-	}
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"slices"
 	"strings"
 	"sync"
@@ -16,8 +15,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,7 +27,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/health"
@@ -122,13 +118,7 @@ type Controller struct {
 	// and told from it, and the zone records.
 	mu       sync.Mutex
 	index    *rank.Index
-	conflict map[string]map[string][]source.Problem // by group, then source: problems of resolution
-	reported map[string][]source.Problem            // by source: problems already told as Events
-	granted  map[string]map[string][]string         // by group, then source: names published
-	// told holds, by source, a hash of the Published Event last sent: one
-	// message per object would be a megabyte at ten thousand objects.
-	told     map[string]uint64
-	toldSeed maphash.Seed
+	tellings tellings
 	// endpoints holds, by source, what decides when NoEndpoints is told.
 	endpoints map[string]endpointWatch
 	// ready is set once the caches have synced and the first full pass is done.
@@ -228,11 +218,7 @@ func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Co
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb-status"}),
 		index:     newIndex(cfg),
-		conflict:  make(map[string]map[string][]source.Problem),
-		reported:  make(map[string][]source.Problem),
-		granted:   make(map[string]map[string][]string),
-		told:      make(map[string]uint64),
-		toldSeed:  maphash.MakeSeed(),
+		tellings:  newTellings(),
 		endpoints: make(map[string]endpointWatch),
 	}
 	if err := svcs.addIndexers(cache.Indexers{byPort: c.portIndex}); err != nil {
@@ -260,38 +246,6 @@ func newIndex(cfg Config) *rank.Index {
 	return x
 }
 
-// transform returns the informers' transform for the labels read with z and sc.
-func transform(z *ZoneConfig, sc scope.Scope) func(any) (any, error) {
-	var ns labels.Selector
-	if z != nil {
-		ns = z.NameserverSelector
-	}
-	keep, keepAll := labelsRead(ns, sc.Selector)
-	keep[source.LabelGatewayName] = true
-	return stripper(keep, keepAll)
-}
-
-// labelsRead returns the label keys skylb reads on objects besides the
-// EndpointSlice's Service name: those of the selectors given, the
-// nameserver selector and the scope's. all reports a selector whose keys are
-// unknown.
-func labelsRead(selectors ...labels.Selector) (keys map[string]bool, all bool) {
-	keys = map[string]bool{}
-	for _, sel := range selectors {
-		if sel == nil {
-			continue
-		}
-		reqs, selectable := sel.Requirements()
-		if !selectable {
-			return keys, true
-		}
-		for _, r := range reqs {
-			keys[r.Key()] = true
-		}
-	}
-	return keys, false
-}
-
 // serviceNamespaces returns the namespaces whose Services and EndpointSlices
 // are watched: those of the scope and the ingress controller's Service's
 // (ingressService, "namespace/name"), whose addresses Ingresses take; nil
@@ -306,177 +260,6 @@ func serviceNamespaces(sc scope.Scope, ingressService string) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-// stripper returns the informers' transform. It drops what skylb never reads
-// before objects enter the caches, where it would otherwise make up most of
-// skylb's memory: managed fields, kubectl's copy of the applied object, owner
-// references, the labels of Services, EndpointSlices, Ingresses, Gateways and
-// routes but for those read (see labelsRead), the Service spec but for type, class, IP families,
-// external name and the name, number and protocol of each port, Ingress paths and backends, EndpointSlice topology and
-// target references, the Node status but for addresses and conditions, the
-// rules of routes, the parent statuses of routes but for acceptance, and of
-// Gateways all but their listeners' names, hostnames, ports, protocols and
-// allowed kinds and namespaces, and the addresses in their status.
-// skylb never writes a cached object back: Service status is written as a
-// patch of the status alone. Whatever starts reading one of these fields must
-// keep it here. Services with equal ports share one list of them (portLists).
-func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
-	keepLabels := func(l map[string]string, also string) map[string]string {
-		if keepAll {
-			return l
-		}
-		for k := range l {
-			if k != also && !keep[k] {
-				delete(l, k)
-			}
-		}
-		if len(l) == 0 {
-			return nil
-		}
-		return l
-	}
-	ports := newPortLists()
-	return func(obj any) (any, error) {
-		if acc, err := meta.Accessor(obj); err == nil {
-			acc.SetManagedFields(nil)
-			acc.SetOwnerReferences(nil)
-			if a := acc.GetAnnotations(); a != nil {
-				delete(a, corev1.LastAppliedConfigAnnotation)
-				if len(a) == 0 {
-					acc.SetAnnotations(nil)
-				}
-			}
-		}
-		switch o := obj.(type) {
-		case *corev1.Service:
-			o.Labels = keepLabels(o.Labels, "")
-			spec := corev1.ServiceSpec{
-				Type: canonical(o.Spec.Type, serviceTypes), LoadBalancerClass: o.Spec.LoadBalancerClass,
-				IPFamilies: canonicalFamilies(o.Spec.IPFamilies), ExternalName: o.Spec.ExternalName,
-				// Local orders the status: the nodes with pods first.
-				ExternalTrafficPolicy: canonical(o.Spec.ExternalTrafficPolicy, trafficPolicies),
-			}
-			// The first port is health-checked and matched in EndpointSlices;
-			// every named port is published as SRV records.
-			if len(o.Spec.Ports) > 0 {
-				spec.Ports = make([]corev1.ServicePort, len(o.Spec.Ports))
-			}
-			for i, p := range o.Spec.Ports {
-				spec.Ports[i] = corev1.ServicePort{Name: p.Name, Port: p.Port, Protocol: canonical(p.Protocol, protocols)}
-			}
-			spec.Ports = ports.share(spec.Ports)
-			o.Spec = spec
-			for i := range o.Status.LoadBalancer.Ingress {
-				in := &o.Status.LoadBalancer.Ingress[i]
-				if in.IPMode != nil {
-					in.IPMode = canonicalPtr(*in.IPMode, ipModes)
-				}
-			}
-		case *networkingv1.Ingress:
-			o.Labels = keepLabels(o.Labels, "")
-			o.Spec.DefaultBackend = nil
-			for i := range o.Spec.Rules {
-				o.Spec.Rules[i].IngressRuleValue = networkingv1.IngressRuleValue{}
-			}
-			for i := range o.Spec.TLS {
-				o.Spec.TLS[i].SecretName = ""
-			}
-		case *discoveryv1.EndpointSlice:
-			o.Labels = keepLabels(o.Labels, discoveryv1.LabelServiceName)
-			for i := range o.Endpoints {
-				ep := &o.Endpoints[i]
-				ep.TargetRef, ep.Hints, ep.Zone, ep.Hostname, ep.DeprecatedTopology = nil, nil, nil, nil, nil
-			}
-		case *gatewayv1.Gateway:
-			o.Labels = keepLabels(o.Labels, "")
-			o.Spec = gatewayv1.GatewaySpec{GatewayClassName: o.Spec.GatewayClassName, Listeners: o.Spec.Listeners}
-			for i := range o.Spec.Listeners {
-				l := &o.Spec.Listeners[i]
-				l.TLS = nil
-				if l.AllowedRoutes != nil && l.AllowedRoutes.Namespaces != nil {
-					l.AllowedRoutes.Namespaces.Selector = nil
-				}
-			}
-			o.Status = gatewayv1.GatewayStatus{Addresses: o.Status.Addresses}
-		case *gatewayv1.HTTPRoute:
-			o.Labels, o.Spec.Rules = keepLabels(o.Labels, ""), nil
-			o.Status.Parents = acceptance(o.Status.Parents)
-		case *gatewayv1.GRPCRoute:
-			o.Labels, o.Spec.Rules = keepLabels(o.Labels, ""), nil
-			o.Status.Parents = acceptance(o.Status.Parents)
-		case *gatewayv1.TLSRoute:
-			o.Labels, o.Spec.Rules = keepLabels(o.Labels, ""), nil
-			o.Status.Parents = acceptance(o.Status.Parents)
-		case *corev1.Node:
-			st := &o.Status
-			st.Images, st.VolumesInUse, st.VolumesAttached = nil, nil, nil
-			st.Capacity, st.Allocatable, st.Config, st.RuntimeHandlers, st.Features = nil, nil, nil, nil, nil
-			st.NodeInfo, st.DaemonEndpoints = corev1.NodeSystemInfo{}, corev1.NodeDaemonEndpoints{}
-		}
-		return obj, nil
-	}
-}
-
-// The values of the fields of a Service that every Service has one of. Each
-// object decoded carries its own copy of each string; the stripper puts these
-// in their place, so that the caches keep one of each, not one per Service.
-// Cached objects are never changed (they are copied before any change), so
-// sharing them is safe.
-var (
-	serviceTypes = []corev1.ServiceType{corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeClusterIP,
-		corev1.ServiceTypeNodePort, corev1.ServiceTypeExternalName}
-	protocols       = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
-	ipModes         = []corev1.LoadBalancerIPMode{corev1.LoadBalancerIPModeVIP, corev1.LoadBalancerIPModeProxy}
-	trafficPolicies = []corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyCluster,
-		corev1.ServiceExternalTrafficPolicyLocal}
-	families = [][]corev1.IPFamily{{corev1.IPv4Protocol}, {corev1.IPv6Protocol},
-		{corev1.IPv4Protocol, corev1.IPv6Protocol}, {corev1.IPv6Protocol, corev1.IPv4Protocol}}
-)
-
-// canonical returns the element of known equal to v, or v.
-func canonical[T ~string](v T, known []T) T {
-	if i := slices.Index(known, v); i >= 0 {
-		return known[i]
-	}
-	return v
-}
-
-// canonicalPtr returns a pointer to the element of known equal to v, or to
-// a copy of v.
-func canonicalPtr[T ~string](v T, known []T) *T {
-	if i := slices.Index(known, v); i >= 0 {
-		return &known[i]
-	}
-	return &v
-}
-
-// canonicalFamilies returns the element of families equal to f, or f. Each
-// element is a literal, its capacity its length: an append copies it.
-func canonicalFamilies(f []corev1.IPFamily) []corev1.IPFamily {
-	for _, k := range families {
-		if slices.Equal(k, f) {
-			return k
-		}
-	}
-	return f
-}
-
-// acceptance keeps of a route's parent statuses only what skylb reads: the
-// parent and whether it accepted the route.
-func acceptance(parents []gatewayv1.RouteParentStatus) []gatewayv1.RouteParentStatus {
-	for i := range parents {
-		p := &parents[i]
-		p.ControllerName = ""
-		var kept []metav1.Condition
-		for _, c := range p.Conditions {
-			if c.Type == string(gatewayv1.RouteConditionAccepted) {
-				kept = append(kept, metav1.Condition{Type: c.Type, Status: c.Status})
-			}
-		}
-		p.Conditions = kept
-	}
-	return parents
 }
 
 // handle enqueues the objects of an informer as they change, and returns
@@ -843,9 +626,7 @@ func (c *Controller) decideAll(keys []string, loaded map[string]uint64) (outcome
 	}
 	// What is told holds an entry for nearly every object: at a first pass
 	// the maps are sized once rather than grown table by table.
-	if len(c.told) == 0 {
-		c.told = make(map[string]uint64, len(touched))
-	}
+	c.tellings.sizeFor(len(touched))
 	if len(c.endpoints) == 0 {
 		c.endpoints = make(map[string]endpointWatch, len(touched))
 	}
@@ -909,17 +690,7 @@ func (c *Controller) Resync(ctx context.Context) { c.resync(ctx) }
 func (c *Controller) Conflicts() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := 0
-	for _, bySource := range c.conflict {
-		for _, problems := range bySource {
-			for _, p := range problems {
-				if p.Reason == source.ReasonHostnameConflict {
-					n++
-				}
-			}
-		}
-	}
-	return n
+	return c.tellings.hostnameConflicts()
 }
 
 // StatusWrites returns the number of Service status updates written.
@@ -1067,28 +838,7 @@ func (c *Controller) resolveLocked(out *outcome, g string, observed time.Time, t
 		}
 		c.setLocked(out, stored, w)
 	}
-	for s := range c.conflict[g] {
-		touched[s] = true
-	}
-	for s := range res.Problems {
-		touched[s] = true
-	}
-	if len(res.Problems) == 0 {
-		delete(c.conflict, g)
-	} else {
-		c.conflict[g] = res.Problems
-	}
-	for s := range c.granted[g] {
-		touched[s] = true
-	}
-	for s := range res.Granted {
-		touched[s] = true
-	}
-	if len(res.Granted) == 0 {
-		delete(c.granted, g)
-	} else {
-		c.granted[g] = res.Granted
-	}
+	c.tellings.resolved(g, res.Problems, res.Granted, touched)
 }
 
 // reverseLocked adds to out the PTR records whose choice the groups resolved
@@ -1103,12 +853,9 @@ func (c *Controller) reverseLocked(out *outcome, observed time.Time) {
 // tellPublishedLocked adds to out a Normal Event when the names or addresses an
 // object publishes change, so that kubectl describe shows what skylb did with it.
 func (c *Controller) tellPublishedLocked(out *outcome, src string, pub *source.Publication) {
-	var names []string
-	for _, g := range c.index.GroupsOf(src) {
-		names = append(names, c.granted[g][src]...)
-	}
+	names := c.tellings.names(src, c.index.GroupsOf(src))
 	if len(names) == 0 {
-		delete(c.told, src)
+		c.tellings.forgetPublished(src)
 		return
 	}
 	slices.Sort(names)
@@ -1129,11 +876,9 @@ func (c *Controller) tellPublishedLocked(out *outcome, src string, pub *source.P
 		what = "no CNAME: spec.externalName is not a host name (see InvalidExternalName)"
 	}
 	msg := "published " + strings.Join(names, ", ") + ": " + what
-	h := maphash.String(c.toldSeed, msg)
-	if told, ok := c.told[src]; ok && told == h {
+	if !c.tellings.published(src, msg) {
 		return
 	}
-	c.told[src] = h
 	if out.unchanged[src] {
 		// Told by the skylb that published it, before this one started.
 		return
@@ -1158,25 +903,15 @@ func (c *Controller) event(obj *corev1.ObjectReference, kind, reason, message st
 func (c *Controller) reportLocked(out *outcome, src string) {
 	pub := c.index.Publication(src)
 	if pub == nil {
-		delete(c.reported, src)
-		delete(c.told, src)
+		c.tellings.forget(src)
 		delete(c.endpoints, src)
 		return
 	}
 	c.tellPublishedLocked(out, src, pub)
 	current := c.holdNoEndpointsLocked(out, src, pub, slices.Clone(pub.Problems))
-	for _, g := range c.index.GroupsOf(src) {
-		current = append(current, c.conflict[g][src]...)
-	}
-	for _, p := range current {
-		if !slices.Contains(c.reported[src], p) {
-			out.event(pub.Ref(), corev1.EventTypeWarning, p.Reason, p.Message)
-			c.cfg.Log.WithFields(logrus.Fields{"object": src, "reason": p.Reason}).Warn(p.Message)
-		}
-	}
-	if len(current) == 0 {
-		delete(c.reported, src)
-	} else {
-		c.reported[src] = current
+	current = append(current, c.tellings.problems(src, c.index.GroupsOf(src))...)
+	for _, p := range c.tellings.report(src, current) {
+		out.event(pub.Ref(), corev1.EventTypeWarning, p.Reason, p.Message)
+		c.cfg.Log.WithFields(logrus.Fields{"object": src, "reason": p.Reason}).Warn(p.Message)
 	}
 }
