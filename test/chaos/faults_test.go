@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -40,7 +41,11 @@ func svcName(i int) string { return fmt.Sprintf("svc-%03d", i) }
 // TestFaults runs the faults one after another on one stack; each leaves the
 // stack whole for the next.
 func TestFaults(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 18*time.Minute)
+	limit := 18 * time.Minute
+	if *long {
+		limit += downFor() + hungFor()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	t0 := time.Now()
 	if err := parallel(baseServices, 8, func(i int) error { return createService(ctx, svcName(i), addresses(2, i)) }); err != nil {
@@ -56,7 +61,7 @@ func TestFaults(t *testing.T) {
 		"etcd holds exactly the desired records; CoreDNS answers; skylb did not crash", leaderKill)
 	fault(t, "2. SIGSTOP for 30 s of the etcd member skylb watches",
 		"changes made during the pause land (no reconcile hangs); then the invariant", memberPause)
-	fault(t, "3. all of etcd down for 60 s while Services change",
+	fault(t, fmt.Sprintf("3. all of etcd down for %s while Services change", seconds(downFor())),
 		"skylb keeps running, bounded memory, rate-limited logs; converges after etcd returns (target 5 s)", etcdDown)
 	fault(t, "4. compaction past skylb's watch revision while skylb is paused",
 		"skylb lists again (skylb_etcd_relists_total) and repairs what changed unseen; then the invariant", compaction)
@@ -68,10 +73,12 @@ func TestFaults(t *testing.T) {
 		"skylb keeps running, backs off, logs it and sets skylb_etcd_no_space; no name half-written; recovers after the alarm is disarmed", noSpace)
 	fault(t, "8. client certificate rotated by a Secret-style symlink swap",
 		"new connections use the new pair (a different etcd user) without a restart", certRotation)
-	fault(t, "9. every etcd member hung (SIGSTOP) for 30 s",
+	fault(t, fmt.Sprintf("9. every etcd member hung (SIGSTOP) for %s", seconds(hungFor())),
 		"CoreDNS answers the names asked before from its cache, stays Ready; then the invariant", etcdHung)
 	fault(t, "10. quorum lost: two of three etcd members down for 30 s",
 		"CoreDNS answers the names asked before from its cache, stays Ready; then the invariant", quorumLost)
+	fault(t, "11. every client's certificate refused for 30 s (etcd restarted trusting another CA)",
+		"CoreDNS answers the names asked before from its cache, stays Ready; changes made meanwhile land once etcd trusts the clients again", certsRefused)
 }
 
 // etcdHung: every member of the DNS etcd stopped (SIGSTOP) for 30 s: its
@@ -85,7 +92,7 @@ func etcdHung(t *faultT) {
 		}
 	}
 	paused := time.Now()
-	time.Sleep(30 * time.Second)
+	time.Sleep(hungFor())
 	probe.stop(t)
 	for _, m := range st.EtcdCluster {
 		if err := st.Proc(m.Name).Resume(); err != nil {
@@ -118,6 +125,58 @@ func quorumLost(t *faultT) {
 	}
 	end := time.Now()
 	t.Notef("%s and %s down %s", down[0].Name, down[1].Name, seconds(end.Sub(killed)))
+	settle(ctx, t, end, nil)
+}
+
+// certsRefused: etcd's members restarted trusting another CA for their
+// clients, as after a botched CA rotation. Every client's certificate
+// (skylb's, CoreDNS's) is refused at the handshake for 30 s; the peers still
+// trust each other, so etcd keeps its quorum. A Service changes meanwhile.
+func certsRefused(t *faultT) {
+	ctx := context.Background()
+	probe := startDNSProbe(ctx, t, probeNames())
+	other := filepath.Join(t.TempDir(), "other-ca.crt")
+	if err := newCA(other); err != nil {
+		t.Fatalf("%v", err)
+	}
+	stackCA, err := os.Readlink(clientsCA)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	if err := relink(clientsCA, other); err != nil {
+		t.Fatalf("%v", err)
+	}
+	// Respawn: a member that refuses the test's own certificate never
+	// passes the stack's readiness check.
+	if err := parallel(len(st.EtcdCluster), 3, func(i int) error { return st.Proc(st.EtcdCluster[i].Name).Respawn() }); err != nil {
+		t.Fatalf("restart etcd: %v", err)
+	}
+	refused := time.Now()
+	// The members refuse the stack's certificates: root's here.
+	c, err := st.EtcdClient("root")
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	gctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	_, refusal := c.Get(gctx, "/skydns/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	cancel()
+	c.Close()
+	if refusal == nil {
+		t.Fatalf("etcd still serves a client whose certificate its new CA did not sign")
+	}
+	if err := setAddresses(ctx, svcName(60), addresses(2, 9100)); err != nil {
+		t.Fatalf("%v", err)
+	}
+	time.Sleep(30*time.Second - time.Since(refused))
+	probe.stop(t)
+	if err := relink(clientsCA, stackCA); err != nil {
+		t.Fatalf("%v", err)
+	}
+	if err := parallel(len(st.EtcdCluster), 3, func(i int) error { return st.Proc(st.EtcdCluster[i].Name).Restart(ctx) }); err != nil {
+		t.Fatalf("restart etcd: %v", err)
+	}
+	end := time.Now()
+	t.Notef("refused %s (a client of the stack's CA: %v)", seconds(end.Sub(refused)), shortErr(refusal))
 	settle(ctx, t, end, nil)
 }
 
@@ -342,7 +401,7 @@ func etcdDown(t *faultT) {
 		gone = append(gone, dnsName(fmt.Sprintf("burst-%03d", i*5)))
 	}
 	maxRSS := rss0
-	for time.Since(down) < 60*time.Second {
+	for time.Since(down) < downFor() {
 		if rss, err := rssBytes(pid); err == nil {
 			maxRSS = max(maxRSS, rss)
 		}
@@ -484,7 +543,7 @@ func apiServerDown(t *faultT) {
 		t.Fatalf("%v", err)
 	}
 	down := time.Now()
-	for time.Since(down) < 60*time.Second {
+	for time.Since(down) < downFor() {
 		if !st.Proc("skylb").Running() {
 			t.Fatalf("skylb exited while the API server was down")
 		}

@@ -32,7 +32,24 @@ import (
 var (
 	keep       = flag.Bool("keep", false, "leave the stack's directory (logs) behind")
 	reportPath = flag.String("report", "", "write the report table (Markdown) to this file")
+	long       = flag.Bool("long", false, "the long outages: all of etcd down 10 min and hung 5 min, instead of 60 s and 30 s")
 )
+
+// downFor and hungFor are how long all of etcd is down (fault 3) and hung
+// (fault 9).
+func downFor() time.Duration {
+	if *long {
+		return 10 * time.Minute
+	}
+	return time.Minute
+}
+
+func hungFor() time.Duration {
+	if *long {
+		return 5 * time.Minute
+	}
+	return 30 * time.Second
+}
 
 const (
 	zone  = "example.org"
@@ -52,6 +69,10 @@ var (
 	// secretDir holds skylb's client certificate the way the kubelet mounts a
 	// Secret (see atomicWrite).
 	secretDir string
+	// clientsCA is the CA file etcd's members check clients' certificates
+	// against: a symlink to the stack's CA, pointed at another CA to make
+	// them refuse every client (fault 11).
+	clientsCA string
 	// skylbArgs are skylb's flags besides those the stack sets.
 	skylbArgs []string
 )
@@ -100,10 +121,15 @@ func run(m *testing.M) int {
 func setUp(dir string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	// The stack writes its CA into <dir>/certs; the link waits for it.
+	clientsCA = filepath.Join(dir, "clients-ca.crt")
+	if err := os.Symlink(filepath.Join(dir, "certs", "ca.crt"), clientsCA); err != nil {
+		return err
+	}
 	var err error
 	st, err = stack.Start(ctx, stack.Options{
 		Dir: dir, Zone: zone, Log: os.Stderr, EtcdMembers: 3,
-		EtcdFlags: []string{fmt.Sprintf("--quota-backend-bytes=%d", quotaBytes)},
+		EtcdFlags: []string{fmt.Sprintf("--quota-backend-bytes=%d", quotaBytes), "--trusted-ca-file=" + clientsCA},
 	})
 	if err != nil {
 		return fmt.Errorf("start stack: %w", err)

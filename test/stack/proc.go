@@ -128,6 +128,17 @@ func (p *Proc) LogFile() string { return p.log }
 // Args returns the command line arguments the process runs with.
 func (p *Proc) Args() []string { return append([]string(nil), p.args...) }
 
+// Env returns the value of an environment variable the stack set for the
+// process (CoreDNS's SKYLB_METRICS_ADDR, say), or "".
+func (p *Proc) Env(key string) string {
+	for _, kv := range p.env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
 // Running reports whether the process is alive (a stopped, paused process is
 // alive; a zombie is not).
 func (p *Proc) Running() bool {
@@ -216,16 +227,24 @@ func (p *Proc) Resume() error { return p.signal(syscall.SIGCONT) }
 // once the process serves again (as Start checks it); for skylb and other
 // processes once it has started.
 func (p *Proc) Restart(ctx context.Context) error {
-	if err := p.Stop(); err != nil {
-		return err
-	}
-	if err := p.start(); err != nil {
+	if err := p.Respawn(); err != nil {
 		return err
 	}
 	if p.ready == nil {
 		return nil
 	}
 	return waitReady(ctx, p, readyTimeout(p.Name), p.ready)
+}
+
+// Respawn stops the process if it runs and starts it again with the same
+// arguments, environment and ports, without waiting for it to serve: for a
+// process meant to fail its readiness check, such as an etcd member that
+// refuses every client's certificate.
+func (p *Proc) Respawn() error {
+	if err := p.Stop(); err != nil {
+		return err
+	}
+	return p.start()
 }
 
 // signal sends sig to the process if it (still) runs.
