@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Benchmarks skylb on the real local stack (test/stack, everything on
 # loopback): propagation latency, cold start and restart at scale, one change
-# at scale, idle cost, the DNS answer rate and the status writes of Services
-# created before skylb starts; then, on the same stack and
+# at scale, idle cost, what a DNS query costs (Debian's dnsperf against the
+# shipped Corefile and against a zone file served by the same CoreDNS) and the
+# status writes of Services created before skylb starts; then, on the same
+# stack and
 # objects once skylb has stopped and its records are removed, external-dns
 # (bin/external-dns, CoreDNS provider, --events): cold start, peak RSS, a
 # Service's status change to the answer and idle cost; then the Go

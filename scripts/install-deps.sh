@@ -10,7 +10,9 @@
 #                                        test/delegation; containerd, runc, the
 #                                        CNI plugins (containernetworking-plugins)
 #                                        and iptables for the real cluster
-#                                        (test/cluster, test/deploy)
+#                                        (test/cluster, test/deploy); dnsperf
+#                                        for the serving benchmark
+#                                        (scripts/bench.sh)
 #
 # The tests run named, unbound and containerd as their own processes, with
 # configuration files in directories of their own: the packages' system
@@ -24,7 +26,7 @@ set -euo pipefail
 playground=(dig:bind9-dnsutils openssl:openssl curl:curl)
 tests=(named:bind9 unbound:unbound
 	containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins
-	iptables:iptables)
+	iptables:iptables dnsperf:dnsperf)
 case ${1:-all} in
 playground) wanted=("${playground[@]}") ;;
 all) wanted=("${playground[@]}" "${tests[@]}") ;;

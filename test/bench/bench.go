@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -165,31 +166,43 @@ func (stderrLog) Write(p []byte) (int, error) {
 
 // noCacheCorefile writes the Corefile without its cache directive into dir.
 func noCacheCorefile(src, dir string) (string, error) {
-	b, err := os.ReadFile(src)
+	lines, err := corefileWithout(src, "cache")
 	if err != nil {
 		return "", err
 	}
+	path := filepath.Join(dir, "Corefile.nocache")
+	return path, os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644)
+}
+
+// corefileWithout returns the lines of the Corefile src without the given
+// plugins' lines and their blocks of options; each must be there.
+func corefileWithout(src string, plugins ...string) ([]string, error) {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	dropped, inBlock := false, false
+	dropped := map[string]bool{}
+	depth := 0 // inside a dropped plugin's block
 	for _, line := range strings.Split(string(b), "\n") {
 		t := strings.TrimSpace(line)
-		if inBlock {
-			// The cache's block of options, to its closing brace.
-			inBlock = t != "}"
+		if depth > 0 {
+			depth += strings.Count(t, "{") - strings.Count(t, "}")
 			continue
 		}
-		if t == "cache" || strings.HasPrefix(t, "cache ") || strings.HasPrefix(t, "cache\t") {
-			dropped = true
-			inBlock = strings.HasSuffix(t, "{")
+		if f := strings.Fields(t); len(f) > 0 && slices.Contains(plugins, f[0]) {
+			dropped[f[0]] = true
+			depth = strings.Count(t, "{") - strings.Count(t, "}")
 			continue
 		}
 		out = append(out, line)
 	}
-	if !dropped {
-		return "", fmt.Errorf("%s has no cache line to drop", src)
+	for _, p := range plugins {
+		if !dropped[p] {
+			return nil, fmt.Errorf("%s has no %s plugin to drop", src, p)
+		}
 	}
-	path := filepath.Join(dir, "Corefile.nocache")
-	return path, os.WriteFile(path, []byte(strings.Join(out, "\n")), 0o644)
+	return out, nil
 }
 
 // versions names what ran: skylb's commit and the pinned binaries' stamps.

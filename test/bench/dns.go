@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -134,109 +131,4 @@ func (p *prober) waitCount(ctx context.Context, name string, n int, limit time.D
 		}
 		time.Sleep(time.Until(tick))
 	}
-}
-
-// rateResult is the outcome of a DNS load run.
-type rateResult struct {
-	Workers   int     `json:"workers"`
-	Seconds   float64 `json:"seconds"`
-	Queries   int64   `json:"queries"`
-	Answered  int64   `json:"answered"` // NOERROR with one A record
-	Failed    int64   `json:"failed"`   // timeouts and other answers
-	QPS       float64 `json:"qps"`
-	P50Micros float64 `json:"p50_us"`
-	P99Micros float64 `json:"p99_us"`
-}
-
-// loadDNS sends A queries for random names to addr from workers goroutines,
-// each with its own socket and one query in flight, for d.
-func loadDNS(ctx context.Context, addr string, names []string, workers int, d time.Duration) (rateResult, error) {
-	ua, err := net.ResolveUDPAddr("udp", addr)
-	if err != nil {
-		return rateResult{}, err
-	}
-	if !ua.IP.IsLoopback() {
-		return rateResult{}, fmt.Errorf("%s is not a loopback address", addr)
-	}
-	// Pre-packed queries; only the ID changes.
-	packed := make([][]byte, len(names))
-	for i, n := range names {
-		m := new(dns.Msg)
-		m.SetQuestion(dns.Fqdn(n), dns.TypeA)
-		if packed[i], err = m.Pack(); err != nil {
-			return rateResult{}, err
-		}
-	}
-	var queries, answered, failed atomic.Int64
-	lat := make([][]time.Duration, workers)
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	start := time.Now()
-	var wg sync.WaitGroup
-	for w := range workers {
-		conn, err := net.DialUDP("udp", nil, ua)
-		if err != nil {
-			return rateResult{}, err
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer conn.Close()
-			rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
-			q := make([]byte, 512)
-			buf := make([]byte, 4096)
-			id := uint16(rng.Uint32())
-			for ctx.Err() == nil {
-				src := packed[rng.IntN(len(packed))]
-				q = append(q[:0], src...)
-				id++
-				binary.BigEndian.PutUint16(q, id)
-				t := time.Now()
-				if _, err := conn.Write(q); err != nil {
-					failed.Add(1)
-					continue
-				}
-				queries.Add(1)
-				ok := false
-				_ = conn.SetReadDeadline(t.Add(time.Second))
-				for {
-					n, err := conn.Read(buf)
-					if err != nil {
-						break
-					}
-					if n < 12 || binary.BigEndian.Uint16(buf) != id {
-						continue
-					}
-					rcode := buf[3] & 0x0f
-					ancount := binary.BigEndian.Uint16(buf[6:])
-					ok = rcode == 0 && ancount == 1
-					break
-				}
-				if ok {
-					answered.Add(1)
-					if len(lat[w]) < 1<<20 {
-						lat[w] = append(lat[w], time.Since(t))
-					}
-				} else {
-					failed.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	secs := time.Since(start).Seconds()
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
-	slices.Sort(all)
-	res := rateResult{
-		Workers: workers, Seconds: secs, Queries: queries.Load(), Answered: answered.Load(), Failed: failed.Load(),
-		QPS: float64(answered.Load()) / secs,
-	}
-	if len(all) > 0 {
-		res.P50Micros = float64(all[len(all)/2].Microseconds())
-		res.P99Micros = float64(all[len(all)*99/100].Microseconds())
-	}
-	return res, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -477,56 +476,6 @@ func (b *bench) idleWindow(ctx context.Context, pid int) (*idleResult, error) {
 		i.GRPC[m] += 0
 	}
 	return i, nil
-}
-
-// dnsRate measures CoreDNS's answer rate for the large cluster's Service names,
-// with the standard Corefile (cache on) and without the cache.
-func (b *bench) dnsRate(ctx context.Context, res *results) error {
-	sc := b.o.scale
-	names := sc.serviceNames()
-	// The standard Corefile, with its cache; the stack's own CoreDNS runs
-	// without it.
-	standard := filepath.Join(b.root, "coredns", "Corefile")
-	_, addr, err := b.st.StartCoreDNS(ctx, "coredns-cache", standard, b.o.cacheTTL)
-	if err != nil {
-		return err
-	}
-	d := &dnsRate{Records: sc.Services, CacheTTL: b.o.cacheTTL}
-	warm := b.o.rate / 2
-	if _, err := loadDNS(ctx, addr, names, b.o.dnsWorkers, warm); err != nil {
-		return err
-	}
-	if d.Cached, err = loadDNS(ctx, addr, names, b.o.dnsWorkers, b.o.rate); err != nil {
-		return err
-	}
-	logf("DNS with cache: %.0f answers/s (%d failed)", d.Cached.QPS, d.Cached.Failed)
-	if d.Uncached, err = loadDNS(ctx, b.st.DNSAddr, names, b.o.dnsWorkers, b.o.rate); err != nil {
-		return err
-	}
-	logf("DNS without cache: %.0f answers/s (%d failed)", d.Uncached.QPS, d.Uncached.Failed)
-	res.DNSRate = d
-
-	// With --record-expiry every record carries a lease, and CoreDNS's etcd
-	// plugin asks etcd for the time left on it for every record it answers
-	// from etcd: measure what that costs.
-	mark := b.rec.mark()
-	t := time.Now()
-	if err := b.restartSkylb(ctx, "--record-expiry=2m"); err != nil {
-		return err
-	}
-	if err := b.waitLeased(ctx, mark, res.ColdStart.Keys); err != nil {
-		return err
-	}
-	d.LeasedSeconds = time.Since(t).Seconds()
-	logf("records leased in %.1fs", d.LeasedSeconds)
-	if d.LeasedCached, err = loadDNS(ctx, addr, names, b.o.dnsWorkers, b.o.rate); err != nil {
-		return err
-	}
-	if d.LeasedUncached, err = loadDNS(ctx, b.st.DNSAddr, names, b.o.dnsWorkers, b.o.rate); err != nil {
-		return err
-	}
-	logf("DNS with leased records: %.0f answers/s with the cache, %.0f without", d.LeasedCached.QPS, d.LeasedUncached.QPS)
-	return nil
 }
 
 // restartSkylb stops skylb and starts it again with extra flags.

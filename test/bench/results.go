@@ -23,7 +23,7 @@ type results struct {
 	OneChange   *oneChange     `json:"one_change_at_scale,omitempty"`
 	Idle        *idleResult    `json:"idle,omitempty"`
 	Resync      *resyncResult  `json:"resync,omitempty"`
-	DNSRate     *dnsRate       `json:"dns_rate,omitempty"`
+	Serving     *serving       `json:"serving,omitempty"`
 	Status      *statusResult  `json:"status_at_scale,omitempty"`
 	// ExternalDNS is external-dns measured on the same stack and objects.
 	ExternalDNS *externalDNSResult `json:"external_dns,omitempty"`
@@ -188,19 +188,6 @@ type idleResult struct {
 	Seconds    float64            `json:"seconds"`
 	GRPC       map[string]float64 `json:"etcd_grpc_requests"`     // by method, from etcd's metrics
 	CPUSeconds float64            `json:"controller_cpu_seconds"` // skylb's or external-dns's
-}
-
-type dnsRate struct {
-	Records  int        `json:"records"`
-	CacheTTL int        `json:"cache_ttl"`
-	Cached   rateResult `json:"cache_on"`
-	Uncached rateResult `json:"cache_off"`
-	// With --record-expiry: every record carries an etcd lease.
-	LeasedCached   rateResult `json:"leased_cache_on"`
-	LeasedUncached rateResult `json:"leased_cache_off"`
-	// LeasedSeconds is the time from skylb's restart with --record-expiry to
-	// every record written again with its lease.
-	LeasedSeconds float64 `json:"leased_seconds"`
 }
 
 type microResult struct {
@@ -387,13 +374,8 @@ func (r *results) markdown() string {
 		row("&nbsp;&nbsp;skylb's RSS once ready → after the passes (Go heap in use); the process's peak RSS",
 			f("%.1f → %.1f MiB (%.1f MiB); %.1f MiB", x.RSSReadyMiB, x.RSSMiB, x.HeapInuseMiB, x.PeakRSSMiB), "")
 	}
-	if d := r.DNSRate; d != nil {
-		row(f("**DNS answers/s**, %d-record zone, CoreDNS with the standard Corefile (cache %d s)", d.Records, d.CacheTTL), f("%.0f /s (p50 %.0f µs, p99 %.0f µs)", d.Cached.QPS, d.Cached.P50Micros, d.Cached.P99Micros), "")
-		row("&nbsp;&nbsp;same without the cache (one etcd read per query)", f("%.0f /s (p50 %.0f µs, p99 %.0f µs)", d.Uncached.QPS, d.Uncached.P50Micros, d.Uncached.P99Micros), "")
-		if d.LeasedCached.QPS > 0 {
-			row("&nbsp;&nbsp;with `--record-expiry` (leased records), cache on / off", f("%.0f /s / %.0f /s (p99 %.0f µs / %.0f µs)", d.LeasedCached.QPS, d.LeasedUncached.QPS, d.LeasedCached.P99Micros, d.LeasedUncached.P99Micros), "")
-			row("&nbsp;&nbsp;restart with `--record-expiry` → every record written again with its lease", f("%.1f s", d.LeasedSeconds), "")
-		}
+	if sv := r.Serving; sv != nil {
+		sv.markdown(&b)
 	}
 	if len(r.Micro) > 0 {
 		b.WriteString("\n| micro-benchmark | ns/op | B/op | allocs/op |\n|---|---:|---:|---:|\n")

@@ -11,7 +11,9 @@
 // other plugin is refused at start ("no action found for directive ...
 // (missing a plugin?)"). The plugins are those of coredns/Corefile (bind,
 // errors, log, health, ready, prometheus, cache, loadbalance, etcd) and of
-// the cluster DNS the real-cluster test runs (test/cluster: kubernetes).
+// the cluster DNS the real-cluster test runs (test/cluster: kubernetes),
+// and file, which serves the serving benchmark's ceiling (test/bench) and
+// the zone file an operator may put beside the etcd plugin.
 // Left out: the cloud DNS providers and their SDKs, tracing, dnstap, QUIC,
 // gRPC, and the rest.
 package main
@@ -23,6 +25,7 @@ import (
 	_ "github.com/coredns/coredns/plugin/cache"
 	_ "github.com/coredns/coredns/plugin/errors"
 	_ "github.com/coredns/coredns/plugin/etcd"
+	_ "github.com/coredns/coredns/plugin/file"
 	_ "github.com/coredns/coredns/plugin/health"
 	_ "github.com/coredns/coredns/plugin/kubernetes"
 	_ "github.com/coredns/coredns/plugin/loadbalance"
