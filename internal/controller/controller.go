@@ -34,6 +34,7 @@ import (
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/rank"
 	"github.com/skylb/skylb/internal/scope"
+	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
 
@@ -783,11 +784,11 @@ func (c *Controller) sync(_ context.Context, key string) (outcome, error) {
 // nil when the object is gone or publishes nothing. For a Service it also
 // returns the cached Service.
 func (c *Controller) publication(key string) (*source.Publication, *corev1.Service, error) {
-	kind, rest, _ := strings.Cut(key, "/")
-	ns, name, ok := strings.Cut(rest, "/")
+	k, ok := skydns.ParseObjectKey(key)
 	if !ok {
 		return nil, nil, fmt.Errorf("malformed key %q: %w", key, errPermanent)
 	}
+	kind, ns, name := k.Kind, k.Namespace, k.Name
 	switch kind {
 	case source.KindService:
 		svc, err := c.services.Services(ns).Get(name)
@@ -819,8 +820,8 @@ func (c *Controller) publication(key string) (*source.Publication, *corev1.Servi
 		}
 		return c.builder.Ingress(ing), nil, nil
 	}
-	if k := c.gw.kindOf(kind); k != nil {
-		pub, err := c.gatewayPublication(k, rest)
+	if gk := c.gw.kindOf(kind); gk != nil {
+		pub, err := c.gatewayPublication(gk, ns+"/"+name)
 		return pub, nil, err
 	}
 	return nil, nil, fmt.Errorf("unknown kind in key %q: %w", key, errPermanent)

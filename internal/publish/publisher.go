@@ -301,9 +301,8 @@ func heldOutside(n *name) []string {
 
 // sourceNamespace returns the namespace of a source "kind/namespace/name".
 func sourceNamespace(src string) string {
-	_, rest, _ := strings.Cut(src, "/")
-	ns, _, _ := strings.Cut(rest, "/")
-	return ns
+	k, _ := skydns.ParseObjectKey(src)
+	return k.Namespace
 }
 
 // remove drops the entry of key.

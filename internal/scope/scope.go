@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
 
@@ -147,12 +148,18 @@ func (s Scope) GatewayClass(class string) bool {
 // not matter here: the object is seen, and if it does not match them its
 // records go.
 func (s Scope) Owns(src string) bool {
-	kind, rest, ok := strings.Cut(src, "/")
-	if !ok || !isObjectKind(kind) {
+	k, ok := skydns.ParseObjectKey(src)
+	if !ok {
+		// Not an object's: the zones' records are. One that names an
+		// object's kind but not a whole key has no namespace to tell:
+		// it is this skylb's only when no namespace narrows it.
+		kind, _, _ := strings.Cut(src, "/")
+		return !isObjectKind(kind) || s.Kind(kind) && len(s.Namespaces) == 0
+	}
+	if !isObjectKind(k.Kind) {
 		return true
 	}
-	ns, _, _ := strings.Cut(rest, "/")
-	return s.Kind(kind) && s.Namespace(ns)
+	return s.Kind(k.Kind) && s.Namespace(k.Namespace)
 }
 
 // isObjectKind reports whether kind is one of the kinds of object published.

@@ -146,6 +146,8 @@ func TestOwns(t *testing.T) {
 		{name: "a nameserver record", scope: scoped, src: "nameserver/ns1", want: true},
 		{name: "the apex guard", scope: scoped, src: "apex-guard", want: true},
 		{name: "a record without a source", scope: scoped, src: "", want: true},
+		{name: "an object's kind without a whole key, namespaces narrowed", scope: scoped, src: "service/shop", want: false},
+		{name: "an object's kind without a whole key, every namespace", scope: Scope{Kinds: []string{source.KindService}}, src: "service/shop", want: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/health"
+	"github.com/skylb/skylb/internal/skydns"
 )
 
 // Annotations read on Services and Ingresses.
@@ -263,7 +264,7 @@ func (b *Builder) IngressService() string { return b.cfg.IngressService }
 
 func (b *Builder) newPublication(kind string, meta *metav1.ObjectMeta) *Publication {
 	p := &Publication{
-		Source:    kind + "/" + meta.Namespace + "/" + meta.Name,
+		Source:    skydns.ObjectKey{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}.String(),
 		UID:       meta.UID,
 		Namespace: meta.Namespace,
 		Created:   meta.CreationTimestamp.Time,
