@@ -12,7 +12,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,7 +23,6 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/health"
@@ -190,10 +188,6 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	if len(guards) > 0 {
 		pubCfg.Guard = guards
 	}
-	// The publisher is built before the controller that feeds it, and tells
-	// the controller of the names other clusters hold through claims.
-	var claims claimRelay
-	pubCfg.OnClaim, pubCfg.OnShare = claims.tell, claims.tellShare
 	pub = publish.New(etcd, pubCfg)
 
 	recorder, stopEvents := eventRecorder(ctx, kube, cfg.EventQPS, cfg.Log.WithField("component", "events"))
@@ -223,7 +217,9 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 		ctrlCfg.Leading = elector.Leading
 	}
 	ctrl := controller.New(ctrlCfg, kube, pub, recorder)
-	claims.set(ctrl)
+	// The publisher tells the controller of the names other clusters hold
+	// through their claims: an input of the controller's, like the objects.
+	pub.TellClaims(ctrl.ClusterClaim, ctrl.ClusterShare)
 	register(m, cfg, pub, ctrl, elector, reg, recorder)
 
 	if cfg.HTTPAddress != "" {
@@ -313,33 +309,6 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 		err = werr
 	}
 	return err
-}
-
-// claimRelay tells the controller the publisher's decisions on the names
-// other clusters claim. The publisher is built first and the controller set
-// after it is built; the publisher tells only once it runs, after that.
-// Lock order: the publisher calls tell without its own lock held
-// (publish.Config.OnClaim), and the controller takes its own lock and hands
-// records back to the publisher only after releasing it.
-type claimRelay struct {
-	to atomic.Pointer[controller.Controller]
-}
-
-func (r *claimRelay) set(c *controller.Controller) { r.to.Store(c) }
-
-// tell passes a decision on; one told before the controller is set is
-// dropped, having no object to tell.
-func (r *claimRelay) tell(stored string, d arbitrate.Decision) {
-	if c := r.to.Load(); c != nil {
-		c.ClusterClaim(stored, d)
-	}
-}
-
-// tellShare passes a decision on a shared name on, as tell does.
-func (r *claimRelay) tellShare(stored string, s arbitrate.Sharing, was *arbitrate.Sharing) {
-	if c := r.to.Load(); c != nil {
-		c.ClusterShare(stored, s, was)
-	}
 }
 
 // notReady returns every reason skylb is not ready, on one line, or nil when

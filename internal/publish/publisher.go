@@ -394,6 +394,15 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 	return p
 }
 
+// TellClaims sets Config.OnClaim and Config.OnShare, for a caller that
+// builds what they tell (the controller) after the Publisher it feeds. It
+// must be called before Run. Lock order: the Publisher calls them without
+// its lock held, and what they call takes its own lock and hands records
+// back to the Publisher only after releasing it.
+func (p *Publisher) TellClaims(onClaim func(stored string, d arbitrate.Decision), onShare func(stored string, s arbitrate.Sharing, was *arbitrate.Sharing)) {
+	p.cfg.OnClaim, p.cfg.OnShare = onClaim, onShare
+}
+
 func trimSlash(s string) string {
 	for len(s) > 1 && s[len(s)-1] == '/' {
 		s = s[:len(s)-1]
