@@ -57,8 +57,11 @@ func TestParseDNSPerf(t *testing.T) {
 	if int(r.P50Micros+0.5) != 843 || int(r.P99Micros+0.5) != 896 {
 		t.Errorf("p50 %v, p99 %v µs; want 843, 896", r.P50Micros, r.P99Micros)
 	}
-	if got := r.wrong("NOERROR"); got != 2 {
-		t.Errorf("wrong or lost for NOERROR: %d, want 2 (one NXDOMAIN, one lost)", got)
+	// In a set of names that exist, the NXDOMAIN is wrong; the lost query
+	// is not counted.
+	sv := serving{Sets: []servingSet{{Rcode: "NOERROR", Shipped: r}}}
+	if wrong, answered := sv.wrongAnswers(); wrong != 1 || answered != 4 {
+		t.Errorf("wrong answers %d of %d, want 1 of 4", wrong, answered)
 	}
 	if _, err := parseDNSPerf([]byte("[Fatal] unable to open data file\n")); err == nil {
 		t.Error("output without statistics parsed")

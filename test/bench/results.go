@@ -254,6 +254,10 @@ func (r *results) checkTargets() {
 	if x := r.Resync; x != nil {
 		invariant("full reconciliation over a converged state, keys written", "0", fmt.Sprintf("%.0f", x.KeysWritten), x.KeysWritten == 0, x.Passes > 0)
 	}
+	if sv := r.Serving; sv != nil {
+		wrong, answered := sv.wrongAnswers()
+		invariant("serving, answers with another response code than the query set's", "0", fmt.Sprintf("%d of %d", wrong, answered), wrong == 0, answered > 0)
+	}
 }
 
 // markdown renders the results as the table of scripts/README.md: skylb's

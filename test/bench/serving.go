@@ -60,10 +60,22 @@ type servingFlood struct {
 	Flooded quantiles `json:"flooded"`
 }
 
-// wrong returns how many answers of a run had another response code than
-// want, and the lost queries.
-func (r perfRun) wrong(want string) int64 {
-	return r.Completed - r.Rcodes[want] + r.Lost
+// wrongAnswers counts the answers of every run with another response code
+// than their query set's (lost queries aside), and the answers.
+func (s *serving) wrongAnswers() (wrong, answered int64) {
+	add := func(r perfRun, rcode string) {
+		wrong += r.Completed - r.Rcodes[rcode]
+		answered += r.Completed
+	}
+	for _, set := range s.Sets {
+		add(set.Shipped, set.Rcode)
+		add(set.Ceiling, set.Rcode)
+		add(set.Leased, set.Rcode)
+	}
+	add(s.Fixed.Shipped, "NOERROR")
+	add(s.Fixed.Ceiling, "NOERROR")
+	add(s.Fixed.Leased, "NOERROR")
+	return wrong, answered
 }
 
 // servingPhase measures the serving path on the large cluster's names.

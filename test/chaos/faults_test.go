@@ -20,6 +20,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/miekg/dns"
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/test/stack"
 )
@@ -378,11 +379,37 @@ func etcdDown(t *faultT) {
 		t.Fatalf("%v", err)
 	}
 	logOffset := logSize()
+	// A name published, and never asked of CoreDNS: its cache has nothing
+	// to serve for it while etcd is away.
+	unasked := dnsName("unasked")
+	if err := createService(ctx, "unasked", addresses(2, 4100)); err != nil {
+		t.Fatalf("%v", err)
+	}
+	c := rootClient(t)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if hosts, err := nameHosts(ctx, c, unasked); err == nil && len(hosts) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is not in etcd 30 s after its Service was created", unasked)
+		}
+	}
 	probe := startDNSProbe(ctx, t, probeNames())
 	if err := parallel(len(st.EtcdCluster), 3, func(i int) error { return st.Proc(st.EtcdCluster[i].Name).Kill() }); err != nil {
 		t.Fatalf("stop etcd: %v", err)
 	}
 	down := time.Now()
+	// Asked with a timeout past the etcd plugin's 5 s, to see how long a
+	// client waits.
+	q := new(dns.Msg)
+	q.SetQuestion(dns.Fqdn(unasked), dns.TypeA)
+	t0 := time.Now()
+	r, _, qerr := (&dns.Client{Net: "udp", Timeout: 10 * time.Second}).Exchange(q, st.DNSAddr)
+	answer := fmt.Sprintf("no answer (%v)", qerr)
+	if qerr == nil {
+		answer = dns.RcodeToString[r.Rcode]
+	}
+	t.Notef("a name published but never asked: %s after %s", answer, time.Since(t0).Round(time.Millisecond))
 	var gone []string
 	err = parallel(30, 4, func(i int) error {
 		switch i % 3 {
