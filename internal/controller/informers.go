@@ -11,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/skylb/skylb/internal/scope"
+	"github.com/skylb/skylb/internal/source"
 )
 
 // informerSet holds the informers of one resource: none when skylb does not
@@ -205,3 +208,33 @@ func (m *multiIndexer) ByIndex(indexName, value string) ([]any, error) {
 }
 
 func (m *multiIndexer) GetIndexers() cache.Indexers { return m.all[0].GetIndexers() }
+
+// serviceNamespaces returns the namespaces whose Services and EndpointSlices
+// are watched: those of the scope and the ingress controller's Service's
+// (ingressService, "namespace/name"), whose addresses Ingresses take; nil
+// for every namespace.
+func serviceNamespaces(sc scope.Scope, ingressService string) []string {
+	if len(sc.Namespaces) == 0 {
+		return nil
+	}
+	out := slices.Clone(sc.Namespaces)
+	if ns, _, ok := strings.Cut(ingressService, "/"); ok && sc.Kind(source.KindIngress) {
+		out = append(out, ns)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// runInformers runs the informers of the core resources until ctx ends or
+// stop is called; stop returns once they have stopped.
+func (c *Controller) runInformers(ctx context.Context) (stop func()) {
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(ctx)
+	for _, s := range c.informers.all() {
+		s.run(ctx, &wg)
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}

@@ -1,0 +1,189 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/skylb/skylb/internal/source"
+)
+
+// The informers' event handlers: what a change of each kind of object queues.
+
+// handle enqueues the objects of an informer as they change, and returns
+// whether the handler has been told of every object the informer listed.
+func (c *Controller) handle(inf informerSet, kind string) cache.InformerSynced {
+	enqueue := func(obj any) {
+		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		if err != nil {
+			utilruntime.HandleError(err)
+			return
+		}
+		c.enqueue(kind + "/" + key)
+		if kind == source.KindService {
+			c.serviceChanged(obj, key)
+		}
+	}
+	add := enqueue
+	if kind == source.KindService {
+		add = func(obj any) {
+			enqueue(obj)
+			c.portsChanged(nil, obj)
+		}
+	}
+	synced, err := inf.addEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: add,
+		UpdateFunc: func(old, obj any) {
+			enqueue(obj)
+			if kind == source.KindService {
+				c.portsChanged(old, obj)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			enqueue(obj)
+			if kind == source.KindService {
+				c.portsChanged(obj, nil)
+			}
+		},
+	})
+	if err != nil {
+		panic(fmt.Sprintf("add %s event handler: %v", kind, err))
+	}
+	return synced
+}
+
+// serviceChanged enqueues what depends on a Service ("namespace/name")
+// besides the Service itself: the Ingresses when it is the ingress
+// controller's, and the Gateways it implements with their routes.
+func (c *Controller) serviceChanged(obj any, key string) {
+	if key == c.builder.IngressService() {
+		c.enqueueAll(source.KindIngress)
+	}
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	svc, _ := obj.(*corev1.Service)
+	c.serviceChangedForGateways(svc, key)
+}
+
+// handleSlices enqueues the Service of each EndpointSlice that changes.
+func (c *Controller) handleSlices(inf informerSet) {
+	enqueue := func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		s, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok {
+			return
+		}
+		if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
+			key := s.Namespace + "/" + name
+			c.enqueue(source.KindService + "/" + key)
+			svc, _ := c.services.Services(s.Namespace).Get(name)
+			c.serviceChanged(svc, key)
+		}
+	}
+	synced, err := inf.addEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	})
+	if err != nil {
+		panic(fmt.Sprintf("add EndpointSlice event handler: %v", err))
+	}
+	c.synced = append(c.synced, synced)
+}
+
+// handleNodes enqueues every Service when a node changes in a way that changes
+// the addresses published for it: readiness, addresses, exclusion, deletion.
+func (c *Controller) handleNodes(inf informerSet) {
+	all := func(any) { c.enqueueAddressUsers() }
+	synced, err := inf.addEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: all,
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*corev1.Node)
+			n, ok2 := newObj.(*corev1.Node)
+			if !ok1 || !ok2 || source.NodeUsable(o) != source.NodeUsable(n) ||
+				!slices.Equal(source.NodeAddresses(o, c.cfg.Source.NodeAddressTypes), source.NodeAddresses(n, c.cfg.Source.NodeAddressTypes)) {
+				c.enqueueAddressUsers()
+			}
+		},
+		DeleteFunc: all,
+	})
+	if err != nil {
+		panic(fmt.Sprintf("add Node event handler: %v", err))
+	}
+	c.synced = append(c.synced, synced)
+}
+
+// enqueueAddressUsers enqueues every object whose addresses may come from
+// nodes: the Services, and the Gateways and routes that take a Service's.
+func (c *Controller) enqueueAddressUsers() {
+	c.enqueueAll(source.KindService)
+	for _, key := range c.gatewayKeys() {
+		c.enqueue(key)
+	}
+}
+
+// enqueue adds a key to the queue and remembers when its change was first seen.
+func (c *Controller) enqueue(key string) {
+	if !c.started.Load() {
+		return
+	}
+	c.observed.see(key)
+	c.queue.Add(key)
+}
+
+// observations remember, by key, when a change was first seen, until the key
+// is synced.
+type observations struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+// see remembers now for key, unless a change to it is remembered already.
+func (o *observations) see(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.seen[key]; ok {
+		return
+	}
+	if o.seen == nil {
+		o.seen = make(map[string]time.Time)
+	}
+	o.seen[key] = time.Now()
+}
+
+// take returns and forgets when a change to key was first seen; zero if none is remembered.
+func (o *observations) take(key string) time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t := o.seen[key]
+	delete(o.seen, key)
+	return t
+}
+
+// enqueueAll enqueues every cached object of a kind.
+func (c *Controller) enqueueAll(kind string) {
+	switch kind {
+	case source.KindService:
+		svcs, _ := c.services.List(labels.Everything())
+		for _, s := range svcs {
+			if s.Spec.Type == corev1.ServiceTypeLoadBalancer || len(s.Status.LoadBalancer.Ingress) > 0 {
+				c.enqueue(source.KindService + "/" + s.Namespace + "/" + s.Name)
+			}
+		}
+	case source.KindIngress:
+		ings, _ := c.ingresses.List(labels.Everything())
+		for _, i := range ings {
+			c.enqueue(source.KindIngress + "/" + i.Namespace + "/" + i.Name)
+		}
+	}
+}
