@@ -362,7 +362,6 @@ func (b *bench) restart(ctx context.Context, res *results) error {
 // oneChange adds and removes an endpoint of one Service among the large
 // cluster's and counts the keys each change writes.
 func (b *bench) oneChange(ctx context.Context, res *results) error {
-	ns0 := b.o.scale.namespace(0)
 	name := b.scaledName()
 	path := stack.StoredPath(name) + "/"
 	o := &oneChange{Changes: b.o.atScale}
@@ -375,19 +374,8 @@ func (b *bench) oneChange(ctx context.Context, res *results) error {
 		return err
 	}
 	var lat, etcd []time.Duration
-	ip1, ip2 := "10.200.0.1", "10.200.0.2"
 	for i := range b.o.atScale {
-		var c change
-		if i%2 == 0 {
-			c = change{kind: "endpoint added", name: name, want: []string{ip1, ip2}, write: func(ctx context.Context) error {
-				return setEndpoints(ctx, b.kube, ns0, scaledSvc, []endpoint{{ip1, true}, {ip2, true}})
-			}}
-		} else {
-			c = change{kind: "endpoint unready", name: name, want: []string{ip1}, write: func(ctx context.Context) error {
-				return setEndpoints(ctx, b.kube, ns0, scaledSvc, []endpoint{{ip1, true}, {ip2, false}})
-			}}
-		}
-		t, err := b.measure(ctx, c, 300*time.Millisecond)
+		t, err := b.measure(ctx, b.scaledChange(i), 300*time.Millisecond)
 		if err != nil {
 			return err
 		}
@@ -424,6 +412,21 @@ func (b *bench) oneChange(ctx context.Context, res *results) error {
 	logf("one change at scale: ≤ %d keys per change, %d outside %s; p50 %.1f ms, p99 %.1f ms; status change p50 %.1f ms, p99 %.1f ms",
 		o.KeysPerChange, o.Outside, path, o.DNS.P50, o.DNS.P99, o.StatusChange.P50, o.StatusChange.P99)
 	return nil
+}
+
+// scaledChange is the i-th change of the scaled Service of the large
+// cluster: its second endpoint added (i even) or made unready (i odd).
+func (b *bench) scaledChange(i int) change {
+	ns0, name := b.o.scale.namespace(0), b.scaledName()
+	ip1, ip2 := "10.200.0.1", "10.200.0.2"
+	if i%2 == 0 {
+		return change{kind: "endpoint added", name: name, want: []string{ip1, ip2}, write: func(ctx context.Context) error {
+			return setEndpoints(ctx, b.kube, ns0, scaledSvc, []endpoint{{ip1, true}, {ip2, true}})
+		}}
+	}
+	return change{kind: "endpoint unready", name: name, want: []string{ip1}, write: func(ctx context.Context) error {
+		return setEndpoints(ctx, b.kube, ns0, scaledSvc, []endpoint{{ip1, true}, {ip2, false}})
+	}}
 }
 
 // idle counts etcd requests while nothing changes. skylb is then the only

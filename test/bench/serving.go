@@ -350,21 +350,13 @@ func (b *bench) flood(ctx context.Context, addr, nxFile string) (*servingFlood, 
 	return f, nil
 }
 
-// changes adds and removes an endpoint of one Service of the large cluster
-// n times and returns the time from each API write to CoreDNS's answer.
+// changes makes n changes of the scaled Service of the large cluster
+// (scaledChange) and returns the time from each API write to CoreDNS's
+// answer.
 func (b *bench) changes(ctx context.Context, n int) ([]time.Duration, error) {
-	ns0 := b.o.scale.namespace(0)
-	name := b.scaledName()
-	ip1, ip2 := "10.200.0.1", "10.200.0.2"
 	var lat []time.Duration
 	for i := range n {
-		eps, want := []endpoint{{ip1, true}, {ip2, true}}, []string{ip1, ip2}
-		if i%2 == 1 {
-			eps, want = []endpoint{{ip1, true}, {ip2, false}}, []string{ip1}
-		}
-		t, err := b.measure(ctx, change{kind: "endpoint changed", name: name, want: want, write: func(ctx context.Context) error {
-			return setEndpoints(ctx, b.kube, ns0, scaledSvc, eps)
-		}}, 100*time.Millisecond)
+		t, err := b.measure(ctx, b.scaledChange(i), 100*time.Millisecond)
 		if err != nil {
 			return nil, err
 		}
