@@ -149,7 +149,7 @@ func certsRefused(t *faultT) {
 	}
 	// Respawn: a member that refuses the test's own certificate never
 	// passes the stack's readiness check.
-	if err := parallel(len(st.EtcdCluster), 3, func(i int) error { return st.Proc(st.EtcdCluster[i].Name).Respawn() }); err != nil {
+	if err := eachMember((*stack.Proc).Respawn); err != nil {
 		t.Fatalf("restart etcd: %v", err)
 	}
 	refused := time.Now()
@@ -173,12 +173,18 @@ func certsRefused(t *faultT) {
 	if err := relink(clientsCA, stackCA); err != nil {
 		t.Fatalf("%v", err)
 	}
-	if err := parallel(len(st.EtcdCluster), 3, func(i int) error { return st.Proc(st.EtcdCluster[i].Name).Restart(ctx) }); err != nil {
+	if err := eachMember(func(p *stack.Proc) error { return p.Restart(ctx) }); err != nil {
 		t.Fatalf("restart etcd: %v", err)
 	}
 	end := time.Now()
 	t.Notef("refused %s (a client of the stack's CA: %v)", seconds(end.Sub(refused)), shortErr(refusal))
 	settle(ctx, t, end, nil)
+}
+
+// eachMember calls f with the process of every member of the DNS etcd, all
+// at once.
+func eachMember(f func(*stack.Proc) error) error {
+	return parallel(len(st.EtcdCluster), len(st.EtcdCluster), func(i int) error { return f(st.Proc(st.EtcdCluster[i].Name)) })
 }
 
 // settle checks the invariant after a fault that ended at end: etcd holds
@@ -395,7 +401,7 @@ func etcdDown(t *faultT) {
 		}
 	}
 	probe := startDNSProbe(ctx, t, probeNames())
-	if err := parallel(len(st.EtcdCluster), 3, func(i int) error { return st.Proc(st.EtcdCluster[i].Name).Kill() }); err != nil {
+	if err := eachMember((*stack.Proc).Kill); err != nil {
 		t.Fatalf("stop etcd: %v", err)
 	}
 	down := time.Now()
@@ -439,7 +445,7 @@ func etcdDown(t *faultT) {
 	}
 	lines := logSince(logOffset)
 	probe.stop(t)
-	if err := parallel(len(st.EtcdCluster), 3, func(i int) error { return st.Proc(st.EtcdCluster[i].Name).Restart(ctx) }); err != nil {
+	if err := eachMember(func(p *stack.Proc) error { return p.Restart(ctx) }); err != nil {
 		t.Fatalf("restart etcd: %v", err)
 	}
 	back := time.Now()
@@ -553,6 +559,9 @@ func compaction(t *faultT) {
 	}
 }
 
+// apiDownFor is how long kube-apiserver is down (fault 5), whatever -long.
+const apiDownFor = 60 * time.Second
+
 // apiServerDown: kube-apiserver down for 60 s.
 func apiServerDown(t *faultT) {
 	ctx := context.Background()
@@ -570,7 +579,7 @@ func apiServerDown(t *faultT) {
 		t.Fatalf("%v", err)
 	}
 	down := time.Now()
-	for time.Since(down) < downFor() {
+	for time.Since(down) < apiDownFor {
 		if !st.Proc("skylb").Running() {
 			t.Fatalf("skylb exited while the API server was down")
 		}
@@ -606,7 +615,7 @@ func apiServerDown(t *faultT) {
 	if err := setAddresses(ctx, svcName(20), addresses(3, 5020)); err != nil {
 		t.Fatalf("%v", err)
 	}
-	t.Notef("down %s; %d keys under /skydns/ unchanged", seconds(60*time.Second), len(before.Kvs))
+	t.Notef("down %s; %d keys under /skydns/ unchanged", seconds(apiDownFor), len(before.Kvs))
 	settle(ctx, t, end, gone)
 	// skylb's informers must not have backed off while the server was away.
 	if t.row.converge > apiReturnLimit {
