@@ -12,6 +12,7 @@ import (
 	"github.com/skylb/skylb/internal/etcdclient"
 	"github.com/skylb/skylb/internal/kubeclient"
 	"github.com/skylb/skylb/internal/leader"
+	"github.com/skylb/skylb/internal/reload"
 	"github.com/skylb/skylb/internal/scope"
 	"github.com/skylb/skylb/internal/source"
 )
@@ -67,7 +68,8 @@ type options struct {
 	logLevel         string
 	logFormat        string
 	showVersion      bool
-	output           string // skylb records -o
+	output           string        // skylb records -o
+	reload           reload.Config // skylb coredns-reloader's own
 	// fromEnv maps each flag set from the environment to its variable.
 	fromEnv map[string]string
 }

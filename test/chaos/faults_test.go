@@ -384,7 +384,8 @@ func etcdDown(t *faultT) {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	logOffset := logSize()
+	logOffset := logSize("skylb")
+	reloaderOffset := logSize("coredns-reloader")
 	// A name published, and never asked of CoreDNS: its cache has nothing
 	// to serve for it while etcd is away.
 	unasked := dnsName("unasked")
@@ -443,7 +444,7 @@ func etcdDown(t *faultT) {
 		}
 		time.Sleep(time.Second)
 	}
-	lines := logSince(logOffset)
+	lines := logSince("skylb", logOffset)
 	probe.stop(t)
 	if err := eachMember(func(p *stack.Proc) error { return p.Restart(ctx) }); err != nil {
 		t.Fatalf("restart etcd: %v", err)
@@ -459,6 +460,21 @@ func etcdDown(t *faultT) {
 	settle(ctx, t, back, gone)
 	if t.row.converge > 5*time.Second {
 		t.Notef("over the 5 s target")
+	}
+	// CoreDNS's own client would reconnect after gRPC's backoff; the
+	// reloader beside it has it reconnect at once.
+	var reloads []string
+	for _, l := range logSince("coredns-reloader", reloaderOffset) {
+		if strings.Contains(l, "CoreDNS reloads") {
+			reloads = append(reloads, l)
+		}
+	}
+	t.Notef("coredns-reloader reloaded CoreDNS %d times", len(reloads))
+	if len(reloads) == 0 {
+		t.Errorf("coredns-reloader did not reload CoreDNS after the outage")
+	}
+	if limit := time.Duration(st.CacheTTL)*time.Second + 2*time.Second; t.row.dns > limit {
+		t.Errorf("CoreDNS answered the changes %s after etcd returned, want within the cache TTL + 2 s (%s)", seconds(t.row.dns), seconds(limit))
 	}
 }
 
@@ -745,7 +761,7 @@ func noSpace(t *faultT) {
 		t.Fatalf("%v", err)
 	}
 	errs0, _ := stack.Metric(ctx, st.Proc("skylb").HTTPAddr(), "skylb_etcd_no_space_errors_total")
-	logOffset := logSize()
+	logOffset := logSize("skylb")
 	var changed []string
 	for i := 0; i < 3; i++ {
 		name := fmt.Sprintf("nospace-%d", i)
@@ -771,7 +787,7 @@ func noSpace(t *faultT) {
 	// Let skylb retry for a while: it must back off, not hammer etcd.
 	time.Sleep(10 * time.Second)
 	errs1, _ := stack.Metric(ctx, st.Proc("skylb").HTTPAddr(), "skylb_etcd_no_space_errors_total")
-	lines := logSince(logOffset)
+	lines := logSince("skylb", logOffset)
 	logged := slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "database space exceeded") })
 	if !logged {
 		t.Errorf("skylb did not log the NOSPACE refusal")

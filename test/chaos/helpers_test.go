@@ -131,17 +131,17 @@ func rssBytes(pid int) (int64, error) {
 }
 
 // logSize returns the size of skylb's log, to count what it logs from then on.
-func logSize() int64 {
-	fi, err := os.Stat(st.Proc("skylb").LogFile())
+func logSize(name string) int64 {
+	fi, err := os.Stat(st.Proc(name).LogFile())
 	if err != nil {
 		return 0
 	}
 	return fi.Size()
 }
 
-// logSince returns the lines skylb logged after offset.
-func logSince(offset int64) []string {
-	f, err := os.Open(st.Proc("skylb").LogFile())
+// logSince returns the lines the named process logged after offset.
+func logSince(name string, offset int64) []string {
+	f, err := os.Open(st.Proc(name).LogFile())
 	if err != nil {
 		return nil
 	}

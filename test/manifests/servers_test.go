@@ -126,7 +126,7 @@ func coreDNS(ctx context.Context, t *testing.T, s *stack.Stack, bin string, rr *
 	pod := dep.Spec.Template.Spec
 	c := pod.Containers[0]
 	cm := as[corev1.ConfigMap](t, rr.get(t, "ConfigMap", nsCoreDNS, configMapMount(t, pod, c, "/etc/coredns/conf")))
-	if want := []string{"-conf", "/etc/coredns/conf/Corefile", "-dns.port", "$(SKYLB_DNS_PORT)"}; !slices.Equal(c.Args, want) {
+	if want := []string{"-conf", "/etc/coredns/conf/Corefile", "-dns.port", "$(SKYLB_DNS_PORT)", "-pidfile", "/run/coredns/coredns.pid"}; !slices.Equal(c.Args, want) {
 		t.Fatalf("CoreDNS args %v, want %v", c.Args, want)
 	}
 	corefile := cm.Data["Corefile"]

@@ -35,6 +35,7 @@ func staticChecks(t *testing.T, root string, r map[string]*rendering, certs *cer
 	t.Run("namespaces", func(t *testing.T) { checkNamespaces(t, r) })
 	t.Run("ConfigMaps", func(t *testing.T) { checkConfigMaps(t, root, r) })
 	t.Run("CoreDNS DaemonSet", func(t *testing.T) { checkDaemonSet(t, r) })
+	t.Run("CoreDNS reloader", func(t *testing.T) { checkReloader(t, r) })
 	t.Run("CoreDNS NodePort Service", func(t *testing.T) { checkNodePort(t, r["coredns"]) })
 	// Services and PodDisruptionBudgets select pods, and target their ports.
 	t.Run("selectors", func(t *testing.T) {
@@ -102,6 +103,10 @@ func checkDaemonSet(t *testing.T, r map[string]*rendering) {
 	a.Ports, b.Ports = nil, nil
 	if !equalJSON(a, b) {
 		t.Error("the DaemonSet's container differs from the Deployment's in more than its ports")
+	}
+	if !equalJSON(dep.Spec.Template.Spec.Containers[1:], ds.Spec.Template.Spec.Containers[1:]) ||
+		!equalJSON(dep.Spec.Template.Spec.ShareProcessNamespace, ds.Spec.Template.Spec.ShareProcessNamespace) {
+		t.Error("the DaemonSet's reloader differs from the Deployment's")
 	}
 	if !equalJSON(dep.Spec.Template.Spec.Volumes, ds.Spec.Template.Spec.Volumes) ||
 		!equalJSON(dep.Spec.Template.Spec.SecurityContext, ds.Spec.Template.Spec.SecurityContext) {
@@ -179,6 +184,60 @@ func checkImages(t *testing.T, r map[string]*rendering) {
 		if _, tag, ok := strings.Cut(img[strings.LastIndex(img, "/")+1:], ":"); !ok || tag == "latest" {
 			t.Errorf("image %s has no version tag", img)
 		}
+	}
+}
+
+// checkReloader checks that the reloader beside CoreDNS reads etcd as
+// CoreDNS does (the same members, the same client files), finds CoreDNS's
+// pid file, may signal it, and runs the skylb image of manifests/.
+func checkReloader(t *testing.T, r map[string]*rendering) {
+	pod := as[appsv1.Deployment](t, r["coredns"].get(t, "Deployment", nsCoreDNS, "coredns")).Spec.Template.Spec
+	if len(pod.Containers) != 2 || pod.Containers[1].Name != "reloader" {
+		t.Fatalf("CoreDNS's pod has no container reloader beside CoreDNS")
+	}
+	coredns, reloader := pod.Containers[0], pod.Containers[1]
+	if pod.ShareProcessNamespace == nil || !*pod.ShareProcessNamespace {
+		t.Error("CoreDNS's pod does not share its process namespace: the reloader cannot signal CoreDNS")
+	}
+	env := func(c corev1.Container, name string) string {
+		for _, e := range c.Env {
+			if e.Name == name {
+				return e.Value
+			}
+		}
+		return ""
+	}
+	for coreVar, reloaderVar := range map[string]string{"SKYLB_ETCD_CA": "SKYLB_ETCD_CA_FILE",
+		"SKYLB_ETCD_CERT": "SKYLB_ETCD_CERT_FILE", "SKYLB_ETCD_KEY": "SKYLB_ETCD_KEY_FILE"} {
+		if a, b := env(coredns, coreVar), env(reloader, reloaderVar); a == "" || a != b {
+			t.Errorf("the reloader's %s is %q, CoreDNS's %s %q", reloaderVar, b, coreVar, a)
+		}
+	}
+	members := strings.Join([]string{env(coredns, "SKYLB_ETCD_ENDPOINT"), env(coredns, "SKYLB_ETCD_ENDPOINT_2"), env(coredns, "SKYLB_ETCD_ENDPOINT_3")}, ",")
+	if got := env(reloader, "SKYLB_ETCD_ENDPOINTS"); got != members {
+		t.Errorf("the reloader reads etcd at %q, CoreDNS at %q", got, members)
+	}
+	pidFile := ""
+	if i := slices.Index(coredns.Args, "-pidfile"); i >= 0 && i+1 < len(coredns.Args) {
+		pidFile = coredns.Args[i+1]
+	}
+	if got, _ := flagValue(reloader.Args, "pid-file"); pidFile == "" || got != pidFile || reloader.Args[0] != "coredns-reloader" {
+		t.Errorf("the reloader runs %q, CoreDNS writes its pid to %q", reloader.Args, pidFile)
+	}
+	mountOf := func(c corev1.Container) string {
+		for _, m := range c.VolumeMounts {
+			if strings.HasPrefix(pidFile, m.MountPath+"/") {
+				return m.Name
+			}
+		}
+		return ""
+	}
+	if a, b := mountOf(coredns), mountOf(reloader); a == "" || a != b {
+		t.Errorf("CoreDNS's pid file %s is in volume %q, the reloader's in %q", pidFile, a, b)
+	}
+	skylb := as[appsv1.Deployment](t, r["skylb"].get(t, "Deployment", nsSkylb, "skylb")).Spec.Template.Spec.Containers[0].Image
+	if reloader.Image != skylb {
+		t.Errorf("the reloader runs image %s, skylb %s", reloader.Image, skylb)
 	}
 }
 

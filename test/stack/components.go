@@ -112,10 +112,25 @@ func (s *Stack) component(name string) (componentSpec, error) {
 			"--v=1",
 		}}, nil
 	case "coredns":
-		return s.corednsSpec(s.Corefile, s.CacheTTL, p.DNS, p.DNSHealth, p.DNSReady, p.DNSMetrics), nil
+		spec := s.corednsSpec(s.Corefile, s.CacheTTL, p.DNS, p.DNSHealth, p.DNSReady, p.DNSMetrics)
+		spec.args = append(spec.args, "-pidfile", s.CoreDNSPIDFile())
+		return spec, nil
+	case "coredns-reloader":
+		// As in CoreDNS's pod: CoreDNS's client certificate, every member.
+		return componentSpec{path: s.SkylbBinary(), args: []string{"coredns-reloader",
+			"--pid-file=" + s.CoreDNSPIDFile(),
+			"--etcd-endpoints=" + strings.Join(s.EtcdURLs, ","),
+			"--etcd-ca-file=" + filepath.Join(s.Certs, "ca.crt"),
+			"--etcd-cert-file=" + filepath.Join(s.Certs, "coredns.crt"),
+			"--etcd-key-file=" + filepath.Join(s.Certs, "coredns.key"),
+		}}, nil
 	}
 	return componentSpec{}, fmt.Errorf("stack: unknown component %q", name)
 }
+
+// CoreDNSPIDFile is where the stack's CoreDNS writes its pid (-pidfile), for
+// skylb coredns-reloader.
+func (s *Stack) CoreDNSPIDFile() string { return filepath.Join(s.Dir, "coredns.pid") }
 
 // corednsSpec is the command line of a CoreDNS serving the zone from the DNS
 // etcd with corefile, on the given loopback ports.
@@ -244,6 +259,14 @@ func (s *Stack) readiness(name string) func(context.Context) error {
 		return func(ctx context.Context) error {
 			_, err := httpGet(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/ready", s.Ports.DNSReady), "")
 			return err
+		}
+	case "coredns-reloader":
+		// It serves nothing: it runs once it logged its first line.
+		return func(context.Context) error {
+			if b, err := os.ReadFile(s.LogFile(name)); err != nil || !strings.Contains(string(b), "reading ") {
+				return fmt.Errorf("%s has not started (%v)", name, err)
+			}
+			return nil
 		}
 	}
 	return nil

@@ -368,7 +368,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	return s, nil
 }
 
-// startDNS runs the DNS half: certificates, etcd, RBAC bootstrap, CoreDNS.
+// startDNS runs the DNS half: certificates, etcd, RBAC bootstrap, CoreDNS
+// and, as in CoreDNS's pod, skylb coredns-reloader beside it.
 func (s *Stack) startDNS(ctx context.Context) error {
 	t := time.Now()
 	if err := s.runStep(ctx, "gen-certs", exec.CommandContext(ctx, "bash", filepath.Join(s.Root, "scripts", "gen-certs.sh"), s.Certs)); err != nil {
@@ -392,7 +393,13 @@ func (s *Stack) startDNS(ctx context.Context) error {
 		return err
 	}
 	s.logf("etcd RBAC bootstrap done in %.1fs", time.Since(t).Seconds())
-	return s.startComponent(ctx, "coredns")
+	if err := s.startComponent(ctx, "coredns"); err != nil {
+		return err
+	}
+	if _, err := s.BuildSkylb(ctx); err != nil {
+		return err
+	}
+	return s.startComponent(ctx, "coredns-reloader")
 }
 
 // startKube runs the Kubernetes half: etcd, kube-apiserver, kube-controller-manager.
