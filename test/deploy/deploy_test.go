@@ -771,6 +771,23 @@ func (e *env) etcdScaledToZero(t *testing.T) {
 	if s.Failed > 0 {
 		t.Errorf("CoreDNS answered %d of %d queries wrong while etcd was away; the first: %s", s.Failed, s.Queries, strings.Join(s.Failures[:min(5, len(s.Failures))], "; "))
 	}
+	// The reloader beside each CoreDNS reloaded it once etcd answered, so
+	// that its etcd client did not wait out gRPC's reconnect backoff.
+	pods := strings.Fields(e.kubectl(ctx, "-n", "skylb-coredns", "get", "pods", "-l", "app.kubernetes.io/name=coredns", "-o", "jsonpath={.items[*].metadata.name}"))
+	for _, pod := range pods {
+		logs := e.kubectl(ctx, "-n", "skylb-coredns", "logs", pod, "-c", "reloader")
+		reload := ""
+		for _, line := range strings.Split(logs, "\n") {
+			if strings.Contains(line, "etcd answers again") {
+				reload = line
+			}
+		}
+		if reload == "" {
+			t.Errorf("the reloader of %s did not reload CoreDNS once etcd was back; its log:\n%s", pod, logs)
+			continue
+		}
+		t.Logf("measure: the reloader of %s: %s", pod, reload)
+	}
 	e.kubectl(ctx, "delete", "service", "web4")
 	e.waitAnswer(ctx, time.Minute, "web4.default."+zone, nil)
 }
