@@ -3,6 +3,8 @@ package publish
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/skylb/skylb/internal/skydns"
 )
 
 // Stats counts what a Publisher has written since it started.
@@ -86,4 +88,35 @@ func lastSync(ns int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, ns)
+}
+
+// CountRecords calls f for every record wanted that CoreDNS serves, with its
+// stored name and the type CoreDNS serves it as; the apex guard, which CoreDNS
+// serves as nothing, is left out.
+func (p *Publisher) CountRecords(f func(stored string, t skydns.Type)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for stored, n := range p.names {
+		for _, r := range n.records {
+			if t := r.Type(); t != skydns.None {
+				f(stored, t)
+			}
+		}
+	}
+}
+
+// CountOutside returns the number of records of Owner in etcd that this
+// Publisher does not own (see Config.Owns), and leaves alone.
+func (p *Publisher) CountOutside() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, nm := range p.names {
+		for _, e := range nm.actual {
+			if e.outside && !e.deleted {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -1,0 +1,430 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/skylb/skylb/internal/arbitrate"
+)
+
+// flushLoop writes dirty names whenever there are some, backing off on errors.
+func (p *Publisher) flushLoop(ctx context.Context) {
+	bo := newBackoff(100*time.Millisecond, maxRetryDelay)
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wake:
+		}
+		err := p.flush(ctx)
+		switch {
+		case err == nil:
+			if failing {
+				p.cfg.Log.Info("etcd writes succeed again")
+				failing = false
+			}
+			bo.reset()
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, errSmallerTxns):
+			// Nothing was lost but time: again at once, in smaller transactions.
+			p.poke()
+		default:
+			delay := bo.next()
+			switch {
+			case errors.Is(err, ErrPaused):
+				p.cfg.Log.WithError(err).WithField("retry_in", delay).Debug("writing to etcd waits")
+			case !failing || errors.Is(err, ErrFenced):
+				p.cfg.Log.WithError(err).WithField("retry_in", delay).Warn("writing to etcd failed")
+				failing = true
+			default:
+				p.cfg.Log.WithError(err).WithField("retry_in", delay).Debug("writing to etcd failed again")
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(delay):
+			}
+			p.poke()
+		}
+	}
+}
+
+// change is what brings one name to its desired state. A flush holds the
+// change of every dirty name at once, all of them at a cold start, so it
+// holds only what the operations are made of; ops builds them when the
+// change is committed.
+type change struct {
+	name     string
+	event    bool      // marked by a change rather than by a full reconciliation
+	observed time.Time // when the Kubernetes change behind it was seen, or zero
+	lease    int64     // the lease of the puts
+	above    []above   // ancestors on which no claim may have been created (see nested.go)
+	keyChange
+	claimPut []byte // the value of this cluster's claim, when written
+	claimDel bool   // this cluster's claim is deleted
+	// claimsRev, when not 0, is the revision of the claims the name was
+	// decided on: the change holds only if no claim on the name was created
+	// since. ranked are the claims that must be unchanged: those ranked
+	// before this cluster's on the name, and older ones on its ancestors.
+	claimsRev int64
+	ranked    []rankedClaim
+	// handover is 1 when the change has this cluster start serving a shared
+	// name it claimed before, -1 when it stops, 0 otherwise (see share.go).
+	handover int8
+}
+
+// rankedClaim is another cluster's claim a change was decided on, on the
+// name itself or on one of its ancestors.
+type rankedClaim struct {
+	name, owner string
+	modRev      int64
+}
+
+// rank adds to c the condition that the claim e on stored is unchanged, once.
+func (c *change) rank(stored string, e claimEntry) {
+	if !slices.ContainsFunc(c.ranked, func(r rankedClaim) bool { return r.name == stored && r.owner == e.owner }) {
+		c.ranked = append(c.ranked, rankedClaim{name: stored, owner: e.owner, modRev: e.modRev})
+	}
+}
+
+// counts returns the number of operations and of conditions of c.
+func (c *change) counts() (ops, cmps int) {
+	ops = len(c.puts) + len(c.dels)
+	if c.claimPut != nil || c.claimDel {
+		ops++
+	}
+	cmps = len(c.ranked) + len(c.guards)
+	if c.claimsRev != 0 {
+		cmps++
+	}
+	return ops, cmps
+}
+
+// ops appends the operations and the conditions of c.
+func (p *Publisher) ops(c *change, ops []clientv3.Op, cmps []clientv3.Cmp) ([]clientv3.Op, []clientv3.Cmp) {
+	switch {
+	case c.claimPut != nil:
+		ops = append(ops, clientv3.OpPut(p.claimKey(c.name, p.cfg.Owner), string(c.claimPut), clientv3.WithLease(clientv3.LeaseID(c.lease))))
+	case c.claimDel:
+		ops = append(ops, clientv3.OpDelete(p.claimKey(c.name, p.cfg.Owner)))
+	}
+	for _, w := range c.puts {
+		ops = append(ops, clientv3.OpPut(w.key, string(w.value), clientv3.WithLease(clientv3.LeaseID(c.lease))))
+	}
+	for _, key := range c.dels {
+		ops = append(ops, clientv3.OpDelete(key))
+	}
+	if c.claimsRev != 0 {
+		prefix := p.claimDir + c.name + "/"
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(prefix), "<", c.claimsRev+1).WithPrefix())
+	}
+	for _, r := range c.ranked {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(p.claimKey(r.name, r.owner)), "=", r.modRev))
+	}
+	return ops, keyConds(c.guards, cmps)
+}
+
+// flush writes every dirty name. Names whose writes fail stay dirty.
+func (p *Publisher) flush(ctx context.Context) error {
+	p.mu.Lock()
+	if !p.loaded || !p.complete || !p.active || p.awaitingLeaseLocked() {
+		p.mu.Unlock()
+		return nil
+	}
+	if len(p.dirty) == 0 {
+		p.count.synced(time.Now())
+		p.mu.Unlock()
+		return nil
+	}
+	p.flushing = true
+	q := p.takeDirtyLocked()
+	p.mu.Unlock()
+
+	failed := p.commitAll(ctx, q)
+	// The decisions are told before the flush ends, so that WaitIdle
+	// returns once they have been.
+	if p.cfg.OnClaim != nil {
+		p.tellPending()
+	}
+	if p.cfg.OnShare != nil {
+		p.tellShares()
+	}
+	p.mu.Lock()
+	p.flushing = false
+	if failed == nil {
+		p.count.synced(time.Now())
+	}
+	if len(p.dirty) > 0 && failed == nil {
+		p.poke()
+	}
+	p.idle.Broadcast()
+	p.mu.Unlock()
+	return failed
+}
+
+// commitAll commits the changes of q in batches, up to MaxTxnsInFlight at
+// once, each decided as its slot frees up, and returns the first failure.
+// After a failure no new batch starts: the failed batch and what q has left
+// are marked dirty again.
+func (p *Publisher) commitAll(ctx context.Context, q *queue) error {
+	var (
+		start    = time.Now()
+		wg       sync.WaitGroup
+		failMu   sync.Mutex // guards failed and written
+		failed   error
+		written  unobserved
+		inFlight = make(chan struct{}, p.cfg.MaxTxnsInFlight)
+		maxOps   = p.txnOps()
+		b        = newBatcher(maxOps)
+	)
+	stopped := func() bool {
+		failMu.Lock()
+		defer failMu.Unlock()
+		return failed != nil
+	}
+	for {
+		inFlight <- struct{}{}
+		p.mu.Lock()
+		if stopped() {
+			q.requeueLocked(p)
+			p.mu.Unlock()
+			<-inFlight
+			break
+		}
+		batch := q.fillLocked(p, b)
+		p.mu.Unlock()
+		if len(batch) == 0 {
+			<-inFlight
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-inFlight }()
+			err := p.commit(ctx, batch)
+			if err != nil && p.fewerTxnOps(maxOps, len(batch), err) {
+				err = fmt.Errorf("%w: %w", errSmallerTxns, err)
+			}
+			failMu.Lock()
+			if err == nil {
+				written.add(batch)
+			} else if failed == nil {
+				failed = err
+			}
+			failMu.Unlock()
+			if err != nil {
+				p.mu.Lock()
+				p.requeueLocked(batch)
+				p.mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	p.logUnobserved(written, time.Since(start))
+	return failed
+}
+
+// requeueLocked marks the names of a batch not written dirty again, as they
+// were.
+func (p *Publisher) requeueLocked(batch []change) {
+	for _, c := range batch {
+		p.markAgainLocked(c.name, c.event, c.observed)
+	}
+}
+
+// markAgainLocked marks a name a flush did not write dirty again: by a
+// change (event) seen at observed, or by a full reconciliation.
+func (p *Publisher) markAgainLocked(stored string, event bool, observed time.Time) {
+	if _, ok := p.dirty[stored]; !ok {
+		p.dirty[stored] = event
+	}
+	if _, ok := p.since[stored]; !ok && !observed.IsZero() {
+		p.since[stored] = observed
+	}
+}
+
+// compareFromRight orders stored names by their labels from the right, as
+// their keys are stored, so that the names of one parent come together: the
+// transactions of a flush then ask about few ancestors each (see nested.go).
+func compareFromRight(a, b string) int {
+	for {
+		i, j := strings.LastIndexByte(a, '.'), strings.LastIndexByte(b, '.')
+		if c := strings.Compare(a[i+1:], b[j+1:]); c != 0 {
+			return c
+		}
+		switch {
+		case i < 0 && j < 0:
+			return 0
+		case i < 0:
+			return -1
+		case j < 0:
+			return 1
+		}
+		a, b = a[:i], b[:j]
+	}
+}
+
+// diffLocked computes the change of one name, marked by a change (event) or by
+// a full reconciliation, dropping names that need nothing.
+func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
+	n := p.names[stored]
+	if n == nil {
+		return change{}, false
+	}
+	c := change{name: stored, event: event, lease: p.leases[n.shard]}
+	held := p.heldLocked(stored)
+	base := p.keyBase(stored)
+	var wants []want
+	if outside := heldOutside(n); outside != nil {
+		// The records outside keep the name, and its claim, as they are.
+		p.tellLocked(stored, &arbitrate.Decision{Outside: outside})
+	} else {
+		if _, had := p.verdictLocked(stored); had && !p.claiming() && n.records != nil {
+			// Without claims only records outside decide: no longer.
+			p.tellLocked(stored, &arbitrate.Decision{Granted: true})
+		}
+		if p.claimLocked(n, &c, held) && !held {
+			wants = p.wants(stored, n.records)
+		}
+	}
+	c.keyChange = diff(wants, base, c.lease, n.actual, atName(stored))
+	if ops, _ := c.counts(); ops > p.txnOps() {
+		// A name's keys change in one transaction, which its own records
+		// fit (config holds --max-addresses-per-name to it); the keys of its
+		// SRV records, beneath it, wait for the next flush when they would
+		// not fit beside them.
+		if own, deferred := c.keyChange.withoutBeneath(base); deferred && len(own.puts)+len(own.dels) > 0 {
+			c.keyChange = own
+			p.markAgainLocked(stored, event, time.Time{})
+		}
+	}
+	if ops, _ := c.counts(); ops == 0 {
+		if n.records == nil && len(n.actual) == 0 && len(n.claims) == 0 {
+			p.followLocked(stored, "")
+			delete(p.names, stored)
+		}
+		return change{}, false
+	}
+	return c, true
+}
+
+func (p *Publisher) commit(ctx context.Context, batch []change) error {
+	var cmps []clientv3.Cmp
+	if p.cfg.Guard != nil {
+		var err error
+		if cmps, err = p.cfg.Guard.Compares(); err != nil {
+			return fmt.Errorf("%w: %w", ErrFenced, err)
+		}
+	}
+	// Sized up front: an Op is a few hundred bytes, and a transaction holds
+	// a hundred or more.
+	nops, ncmps := 0, len(cmps)
+	for i := range batch {
+		o, c := batch[i].counts()
+		nops, ncmps = nops+o, ncmps+c
+	}
+	above := p.aboveCmps(batch)
+	ops := make([]clientv3.Op, 0, nops)
+	cmps = slices.Grow(cmps, ncmps+len(above))
+	for i := range batch {
+		ops, cmps = p.ops(&batch[i], ops, cmps)
+	}
+	cmps = append(cmps, above...)
+	// A dry run records its changes in the view as if they were written, at
+	// revision 0 so that anything etcd reports supersedes them: each change is
+	// then logged and counted once.
+	var rev int64
+	var keys []string // the keys under way (echo.go)
+	if !p.cfg.DryRun {
+		// A transaction under way finishes even when ctx ends at shutdown; its
+		// own deadline bounds it.
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Timeout)
+		defer cancel()
+		p.mu.Lock()
+		keys = p.sendLocked(batch)
+		p.mu.Unlock()
+		resp, err := p.client.Txn(tctx).If(cmps...).Then(ops...).Commit()
+		p.count.noteTxn(err)
+		if err != nil || !resp.Succeeded {
+			p.mu.Lock()
+			p.unsendLocked(keys)
+			p.mu.Unlock()
+		}
+		if err != nil {
+			p.count.txnErrs.Add(1)
+			return fmt.Errorf("commit %d operations for %d names: %w", len(ops), len(batch), err)
+		}
+		if !resp.Succeeded {
+			p.count.txnErrs.Add(1)
+			return ErrFenced
+		}
+		rev = resp.Header.Revision
+		p.count.txns.Add(1)
+		if p.cfg.ObservePropagation != nil {
+			now := time.Now()
+			for _, c := range batch {
+				if !c.observed.IsZero() {
+					p.cfg.ObservePropagation(now.Sub(c.observed))
+				}
+			}
+		}
+	}
+
+	p.mu.Lock()
+	p.committedLocked(batch, rev)
+	p.unsendLocked(keys)
+	p.mu.Unlock()
+	p.logChanges(batch, rev)
+	return nil
+}
+
+// committedLocked records a batch committed at revision rev (0 for a dry
+// run) in the view and the claims, and counts it.
+func (p *Publisher) committedLocked(batch []change, rev int64) {
+	for _, c := range batch {
+		n := p.names[c.name]
+		for _, w := range c.puts {
+			n.put(entry{key: p.relKey(c.name, w.key), sum: digestOf(w.value), host: w.host, modRev: rev, lease: c.lease}, "")
+		}
+		// The keys come one by one, from the watch's echo or from here, and
+		// the slice grows by doubling: a name with an address and two SRV
+		// records would keep room for four keys. The view holds a name's
+		// keys for as long as it is published, so it holds them without
+		// the room.
+		if len(c.puts) > 0 && cap(n.actual) > len(n.actual)+len(n.actual)/4 {
+			n.actual = slices.Clone(n.actual)
+		}
+		switch {
+		case c.claimPut != nil:
+			created := rev
+			if own := p.ownClaimLocked(c.name); own != nil {
+				created = own.created
+			}
+			shared, share := p.decodeClaim(p.cfg.Owner, c.claimPut)
+			p.putClaimLocked(c.name, claimEntry{owner: p.cfg.Owner, value: c.claimPut, shared: shared, share: share, created: created, modRev: rev, lease: c.lease})
+		case c.claimDel:
+			p.removeClaimLocked(c.name, p.cfg.Owner)
+		}
+		for _, key := range c.dels {
+			rel := n.put(entry{key: p.relKey(c.name, key), modRev: rev, deleted: true}, "")
+			p.tombs = append(p.tombs, tomb{name: c.name, key: rel, rev: rev})
+		}
+		switch c.handover {
+		case 1:
+			p.count.tookOver.Add(1)
+		case -1:
+			p.count.handedOver.Add(1)
+		}
+		p.count.puts.Add(int64(len(c.puts)))
+		p.count.deletes.Add(int64(len(c.dels)))
+	}
+}
