@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,7 +32,6 @@ import (
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/rank"
 	"github.com/skylb/skylb/internal/scope"
-	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
 
@@ -359,104 +356,6 @@ func (c *Controller) syncAll(ctx context.Context) (int, error) {
 	return len(keys), nil
 }
 
-// loadedWait bounds how long the first full pass waits for the publisher's
-// view of etcd (see Publisher.Loaded): etcd down at start delays it by that
-// much, and its Events are then all sent.
-const loadedWait = 2 * time.Second
-
-// decideAll is the decision of syncAll over keys; loaded are the digests of
-// the records etcd held at start, by object, in the first pass (see
-// Publisher.Loaded), nil in the others.
-func (c *Controller) decideAll(keys []string, loaded map[string]uint64) (outcome, error) {
-	// About one probe and one Event for each object.
-	out := outcome{
-		events: make([]event, 0, len(keys)),
-		probes: make([]probe, 0, len(keys)),
-	}
-	groups := make(map[string]time.Time) // group -> the earliest change observed in it
-	names := 0                           // the names the objects publish, SRV names included
-	for _, key := range keys {
-		start := time.Now()
-		observed := c.observed.take(key)
-		pub, svc, err := c.publication(key)
-		if err != nil {
-			return outcome{}, fmt.Errorf("sync %s: %w", key, err)
-		}
-		if pub != nil {
-			names += len(pub.Names) * (1 + len(pub.Ports))
-		}
-		c.checkHealth(&out, key, pub)
-		c.mu.Lock()
-		for _, g := range c.index.Update(key, pub) {
-			if t, ok := groups[g]; !ok || t.IsZero() || !observed.IsZero() && observed.Before(t) {
-				groups[g] = observed
-			}
-		}
-		c.mu.Unlock()
-		c.statusOf(&out, svc, pub)
-		if c.cfg.ObserveReconcile != nil {
-			c.cfg.ObserveReconcile(time.Since(start))
-		}
-	}
-	// Room for every name at once: grown group by group, the slice would be
-	// copied a dozen times over on a cold start.
-	out.records = slices.Grow(out.records, names)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out.seq = c.order.begin()
-	touched := make(map[string]bool, len(keys))
-	for _, key := range keys {
-		touched[key] = true
-	}
-	order := make([]string, 0, len(groups))
-	for g := range groups {
-		order = append(order, g)
-	}
-	slices.Sort(order)
-	var earliest time.Time
-	for _, g := range order {
-		c.resolveLocked(&out, g, groups[g], touched)
-		if t := groups[g]; !t.IsZero() && (earliest.IsZero() || t.Before(earliest)) {
-			earliest = t
-		}
-	}
-	c.reverseLocked(&out, earliest)
-	if loaded != nil {
-		out.unchanged = unchanged(loaded, out.records)
-	}
-	// What is told holds an entry for nearly every object: at a first pass
-	// the maps are sized once rather than grown table by table.
-	c.tellings.sizeFor(len(touched))
-	if len(c.endpoints) == 0 {
-		c.endpoints = make(map[string]endpointWatch, len(touched))
-	}
-	for s := range touched {
-		c.reportLocked(&out, s)
-	}
-	return out, nil
-}
-
-// unchanged returns the objects whose records are those etcd held when the
-// publisher loaded its view: loaded are their digests then (see
-// publish.Publisher.Loaded), records what is wanted now, for every name.
-func unchanged(loaded map[string]uint64, records []wanted) map[string]bool {
-	now := make(map[string]uint64, len(loaded))
-	for _, w := range records {
-		for _, r := range w.want.Records {
-			if _, ok := loaded[r.Source]; ok {
-				now[r.Source] += r.Digest()
-			}
-		}
-	}
-	out := make(map[string]bool, len(now))
-	for src, sum := range now {
-		if loaded[src] == sum {
-			out[src] = true
-		}
-	}
-	return out
-}
-
 // cachedKeys returns the keys of every cached object and every object the index still holds.
 func (c *Controller) cachedKeys() ([]string, error) {
 	var keys []string
@@ -551,141 +450,6 @@ var errPermanent = errors.New("permanent")
 
 func isPermanent(err error) bool { return errors.Is(err, errPermanent) }
 
-// sync decides what the current state of one object means: the records of
-// the groups of names it touches, the Events of the objects whose problems or
-// names changed, the targets to probe, and the status of a Service skylb
-// implements when it is to be written. It reads the listers and updates the
-// controller's bookkeeping; the caller applies the outcome.
-func (c *Controller) sync(_ context.Context, key string) (outcome, error) {
-	observed := c.observed.take(key)
-	pub, svc, err := c.publication(key)
-	if err != nil {
-		return outcome{}, err
-	}
-	var out outcome
-	c.checkHealth(&out, key, pub)
-	c.mu.Lock()
-	out.seq = c.order.begin()
-	touched := map[string]bool{key: true}
-	for _, g := range c.index.Update(key, pub) {
-		c.resolveLocked(&out, g, observed, touched)
-	}
-	c.reverseLocked(&out, observed)
-	for s := range touched {
-		c.reportLocked(&out, s)
-	}
-	c.mu.Unlock()
-	c.statusOf(&out, svc, pub)
-	return out, nil
-}
-
-// publication reads an object from the caches and computes what it publishes;
-// nil when the object is gone or publishes nothing. For a Service it also
-// returns the cached Service.
-func (c *Controller) publication(key string) (*source.Publication, *corev1.Service, error) {
-	k, ok := skydns.ParseObjectKey(key)
-	if !ok {
-		return nil, nil, fmt.Errorf("malformed key %q: %w", key, errPermanent)
-	}
-	kind, ns, name := k.Kind, k.Namespace, k.Name
-	switch kind {
-	case source.KindService:
-		svc, err := c.services.Services(ns).Get(name)
-		if apierrors.IsNotFound(err) {
-			return nil, nil, nil
-		} else if err != nil {
-			return nil, nil, err
-		}
-		// A Service being deleted publishes nothing; it is returned, for
-		// skylb's finalizer holds it until its records are gone.
-		if svc.DeletionTimestamp != nil {
-			return nil, svc, nil
-		}
-		// A Service outside the scope, such as the ingress controller's
-		// in a namespace not published, is read but not published.
-		if !c.cfg.Scope.Object(source.KindService, svc) {
-			return nil, nil, nil
-		}
-		return c.builder.Service(svc), svc, nil
-	case source.KindIngress:
-		ing, err := c.ingresses.Ingresses(ns).Get(name)
-		if apierrors.IsNotFound(err) {
-			return nil, nil, nil
-		} else if err != nil {
-			return nil, nil, err
-		}
-		if !c.cfg.Scope.Ingress(ing) {
-			return nil, nil, nil
-		}
-		return c.builder.Ingress(ing), nil, nil
-	}
-	if gk := c.gw.kindOf(kind); gk != nil {
-		pub, err := c.gatewayPublication(gk, ns+"/"+name)
-		return pub, nil, err
-	}
-	return nil, nil, fmt.Errorf("unknown kind in key %q: %w", key, errPermanent)
-}
-
-// resolveLocked resolves one group, adds its records to out and adds to
-// touched the sources whose problems or published names may have changed.
-func (c *Controller) resolveLocked(out *outcome, g string, observed time.Time, touched map[string]bool) {
-	res := c.index.Resolve(g)
-	out.records = slices.Grow(out.records, len(res.Records))
-	for stored, records := range res.Records {
-		w := publish.Want{Records: records, Shared: res.Shared[stored], Observed: observed}
-		if cl, ok := res.Clusters[stored]; ok {
-			w.Policy, w.Priority, w.Unhealthy = cl.Policy, cl.Priority, !cl.Healthy
-		}
-		c.setLocked(out, stored, w)
-	}
-	c.tellings.resolved(g, res.Problems, res.Granted, touched)
-}
-
-// reverseLocked adds to out the PTR records whose choice the groups resolved
-// since the last call changed.
-func (c *Controller) reverseLocked(out *outcome, observed time.Time) {
-	records, follows := c.index.Reverse()
-	for name, recs := range records {
-		out.records = append(out.records, wanted{stored: name, want: publish.Want{Records: recs, Follows: follows[name], Observed: observed}})
-	}
-}
-
-// tellPublishedLocked adds to out a Normal Event when the names or addresses an
-// object publishes change, so that kubectl describe shows what skylb did with it.
-func (c *Controller) tellPublishedLocked(out *outcome, src string, pub *source.Publication) {
-	names := c.tellings.names(src, c.index.GroupsOf(src))
-	if len(names) == 0 {
-		c.tellings.forgetPublished(src)
-		return
-	}
-	slices.Sort(names)
-	var addrs []string
-	for _, a := range pub.Addresses {
-		addrs = append(addrs, a.String())
-	}
-	if len(addrs) == 0 && len(pub.Targets) > 0 {
-		addrs = []string{"CNAME " + pub.Targets[0]}
-	}
-	what := "no addresses yet"
-	switch {
-	case len(addrs) > 0:
-		what = strings.Join(addrs, ", ")
-	case slices.ContainsFunc(pub.Problems, func(p source.Problem) bool { return p.Reason == source.ReasonAddressRefused }):
-		what = "no addresses: every address was refused (see AddressRefused)"
-	case slices.ContainsFunc(pub.Problems, func(p source.Problem) bool { return p.Reason == source.ReasonInvalidExternalName }):
-		what = "no CNAME: spec.externalName is not a host name (see InvalidExternalName)"
-	}
-	msg := "published " + strings.Join(names, ", ") + ": " + what
-	if !c.tellings.published(src, msg) {
-		return
-	}
-	if out.unchanged[src] {
-		// Told by the skylb that published it, before this one started.
-		return
-	}
-	out.event(pub.Ref(), corev1.EventTypeNormal, "Published", msg)
-}
-
 // FailOpen returns the number of objects publishing all their addresses
 // because none passes its health check.
 func (c *Controller) FailOpen() int { return c.health.failingOpen() }
@@ -696,22 +460,4 @@ func (c *Controller) event(obj *corev1.ObjectReference, kind, reason, message st
 		return
 	}
 	c.recorder.Event(obj, kind, reason, message)
-}
-
-// reportLocked adds to out a Warning Event for each problem of an object not
-// told before.
-func (c *Controller) reportLocked(out *outcome, src string) {
-	pub := c.index.Publication(src)
-	if pub == nil {
-		c.tellings.forget(src)
-		delete(c.endpoints, src)
-		return
-	}
-	c.tellPublishedLocked(out, src, pub)
-	current := c.holdNoEndpointsLocked(out, src, pub, slices.Clone(pub.Problems))
-	current = append(current, c.tellings.problems(src, c.index.GroupsOf(src))...)
-	for _, p := range c.tellings.report(src, current) {
-		out.event(pub.Ref(), corev1.EventTypeWarning, p.Reason, p.Message)
-		c.cfg.Log.WithFields(logrus.Fields{"object": src, "reason": p.Reason}).Warn(p.Message)
-	}
 }
