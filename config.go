@@ -20,6 +20,7 @@ import (
 	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/kubeclient"
+	"github.com/skylb/skylb/internal/leader"
 	"github.com/skylb/skylb/internal/scope"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
@@ -33,24 +34,9 @@ const minRecordExpiry = 5 * time.Second
 // config validates the options of skylb run and returns the
 // configuration they give; every error names its flag.
 func (o *options) config() (app.Config, error) {
-	zones, err := dnsname.ParseZones(o.zones)
+	zones, reverse, err := o.zonesServed()
 	if err != nil {
-		return app.Config{}, fmt.Errorf("--zone: %w", err)
-	}
-	for _, z := range zones {
-		if dnsname.Related(z, dnsname.ReverseSuffix4) || dnsname.Related(z, dnsname.ReverseSuffix6) {
-			return app.Config{}, fmt.Errorf("--zone: %s holds reverse names: give reverse zones as CIDRs with --reverse-zone", z)
-		}
-	}
-	reverse, err := dnsname.ParseReverseZones(o.reverseZones)
-	if err != nil {
-		return app.Config{}, fmt.Errorf("--reverse-zone: %w", err)
-	}
-	if !dnsname.IsLabel(o.owner) || len(o.owner) > skydns.MaxOwnerLength {
-		return app.Config{}, fmt.Errorf("--owner-id: %q must be a DNS label of at most %d characters", o.owner, skydns.MaxOwnerLength)
-	}
-	if !strings.HasPrefix(o.prefix, "/") || strings.TrimRight(o.prefix, "/") == "" {
-		return app.Config{}, fmt.Errorf("--etcd-prefix: %q must be an absolute path such as /skydns", o.prefix)
+		return app.Config{}, err
 	}
 	src, err := o.sourceConfig(zones)
 	if err != nil {
@@ -68,75 +54,20 @@ func (o *options) config() (app.Config, error) {
 	if err != nil {
 		return app.Config{}, err
 	}
-	for _, r := range []struct {
-		flag string
-		rate kubeclient.Rate
-	}{{"--kube-api", o.kubeAPI}, {"--event", o.events}} {
-		if r.rate.QPS <= 0 || r.rate.Burst < 1 {
-			return app.Config{}, fmt.Errorf("%s-qps and %s-burst: must be greater than 0", r.flag, r.flag)
-		}
-	}
-	if o.healthWorkers < 1 {
-		return app.Config{}, fmt.Errorf("--health-workers: must be at least 1")
-	}
-	if o.etcdMaxTxnOps < 1 {
-		return app.Config{}, fmt.Errorf("--etcd-max-txn-ops: must be at least 1")
-	}
-	// A name's keys change in one transaction: all its addresses replaced
-	// take a delete and a put each (a claim that changes with them is
-	// written in a transaction before).
-	if 2*o.maxAddresses > o.etcdMaxTxnOps {
-		return app.Config{}, fmt.Errorf("--max-addresses-per-name=%d: a name whose addresses all change is written in one etcd transaction of %d operations, more than --etcd-max-txn-ops=%d; raise etcd's --max-txn-ops and --etcd-max-txn-ops to at least %d, or lower --max-addresses-per-name",
-			o.maxAddresses, 2*o.maxAddresses, o.etcdMaxTxnOps, 2*o.maxAddresses)
-	}
-	if o.maxDeleteRatio <= 0 {
-		return app.Config{}, fmt.Errorf("--max-delete-ratio: must be greater than 0")
+	if err := o.checkLimits(); err != nil {
+		return app.Config{}, err
 	}
 	host, err := os.Hostname()
 	if err != nil {
 		return app.Config{}, fmt.Errorf("identity: %w", err)
 	}
-	lead := o.leader
-	if o.leaderElect {
-		if o.leader.Namespace == "" || !dnsname.IsLabel(o.leader.Namespace) {
-			return app.Config{}, fmt.Errorf("--leader-elect-namespace: %q is not a namespace name", o.leader.Namespace)
-		}
-		if o.leader.LeaseDuration <= o.leader.RenewDeadline || o.leader.RenewDeadline <= o.leader.RetryPeriod || o.leader.RetryPeriod <= 0 {
-			return app.Config{}, fmt.Errorf("--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, which must exceed --leader-elect-retry-period")
-		}
-		// The host name (the pod's name in a cluster) and a random part,
-		// as kube-controller-manager names itself: two replicas on one
-		// host (hostNetwork, or processes side by side) must not both
-		// hold the Lease under one name.
-		suffix := make([]byte, 8)
-		rand.Read(suffix)
-		lead.Identity = host + "_" + hex.EncodeToString(suffix)
-		lead.EtcdKey = "/skylb/leader/" + o.owner
+	lead, err := o.leaderConfig(host)
+	if err != nil {
+		return app.Config{}, err
 	}
-	if o.noEndpointsGrace < 0 {
-		return app.Config{}, fmt.Errorf("--no-endpoints-grace: must not be negative")
-	}
-	if o.resync < 0 {
-		return app.Config{}, fmt.Errorf("--resync-interval: must not be negative")
-	}
-	claims := strings.TrimRight(o.claimPrefix, "/")
-	if o.claimPrefix != "" {
-		records := strings.TrimRight(o.prefix, "/")
-		if !strings.HasPrefix(claims, "/") || claims == "" {
-			return app.Config{}, fmt.Errorf("--claim-prefix: %q must be an absolute path such as /skylb/claims", o.claimPrefix)
-		}
-		if strings.HasPrefix(claims+"/", records+"/") || strings.HasPrefix(records+"/", claims+"/") {
-			return app.Config{}, fmt.Errorf("--claim-prefix: %q must lie outside --etcd-prefix %q, which CoreDNS serves", o.claimPrefix, o.prefix)
-		}
-	}
-	if o.recordExpiry != 0 && o.recordExpiry < minRecordExpiry {
-		return app.Config{}, fmt.Errorf("--record-expiry: %v is shorter than %v; a brief etcd or network hiccup must not expire live records", o.recordExpiry, minRecordExpiry)
-	}
-	if o.failbackHoldDown < 0 {
-		return app.Config{}, fmt.Errorf("--failback-hold-down: must not be negative")
-	}
-	if o.gatewayPoll <= 0 {
-		return app.Config{}, fmt.Errorf("--gateway-api-poll-interval: must be positive")
+	claims, err := o.claimDir()
+	if err != nil {
+		return app.Config{}, err
 	}
 	// A missing file is waited for (see app.WaitForFiles); any other error is final.
 	if _, err := o.etcd.TLS(); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -175,6 +106,114 @@ func (o *options) config() (app.Config, error) {
 		GatewayPoll:      o.gatewayPoll,
 		Log:              log,
 	}, nil
+}
+
+// zonesServed returns the zones of --zone and --reverse-zone, once checked
+// with --owner-id and --etcd-prefix, which place their records.
+func (o *options) zonesServed() (dnsname.Zones, []dnsname.ReverseZone, error) {
+	zones, err := dnsname.ParseZones(o.zones)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--zone: %w", err)
+	}
+	for _, z := range zones {
+		if dnsname.Related(z, dnsname.ReverseSuffix4) || dnsname.Related(z, dnsname.ReverseSuffix6) {
+			return nil, nil, fmt.Errorf("--zone: %s holds reverse names: give reverse zones as CIDRs with --reverse-zone", z)
+		}
+	}
+	reverse, err := dnsname.ParseReverseZones(o.reverseZones)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--reverse-zone: %w", err)
+	}
+	// Where the records go, and under which owner.
+	if !dnsname.IsLabel(o.owner) || len(o.owner) > skydns.MaxOwnerLength {
+		return nil, nil, fmt.Errorf("--owner-id: %q must be a DNS label of at most %d characters", o.owner, skydns.MaxOwnerLength)
+	}
+	if !strings.HasPrefix(o.prefix, "/") || strings.TrimRight(o.prefix, "/") == "" {
+		return nil, nil, fmt.Errorf("--etcd-prefix: %q must be an absolute path such as /skydns", o.prefix)
+	}
+	return zones, reverse, nil
+}
+
+// checkLimits checks the options that are numbers and durations.
+func (o *options) checkLimits() error {
+	for _, r := range []struct {
+		flag string
+		rate kubeclient.Rate
+	}{{"--kube-api", o.kubeAPI}, {"--event", o.events}} {
+		if r.rate.QPS <= 0 || r.rate.Burst < 1 {
+			return fmt.Errorf("%s-qps and %s-burst: must be greater than 0", r.flag, r.flag)
+		}
+	}
+	if o.healthWorkers < 1 {
+		return fmt.Errorf("--health-workers: must be at least 1")
+	}
+	if o.etcdMaxTxnOps < 1 {
+		return fmt.Errorf("--etcd-max-txn-ops: must be at least 1")
+	}
+	// A name's keys change in one transaction: all its addresses replaced
+	// take a delete and a put each (a claim that changes with them is
+	// written in a transaction before).
+	if 2*o.maxAddresses > o.etcdMaxTxnOps {
+		return fmt.Errorf("--max-addresses-per-name=%d: a name whose addresses all change is written in one etcd transaction of %d operations, more than --etcd-max-txn-ops=%d; raise etcd's --max-txn-ops and --etcd-max-txn-ops to at least %d, or lower --max-addresses-per-name",
+			o.maxAddresses, 2*o.maxAddresses, o.etcdMaxTxnOps, 2*o.maxAddresses)
+	}
+	if o.maxDeleteRatio <= 0 {
+		return fmt.Errorf("--max-delete-ratio: must be greater than 0")
+	}
+	if o.noEndpointsGrace < 0 {
+		return fmt.Errorf("--no-endpoints-grace: must not be negative")
+	}
+	if o.resync < 0 {
+		return fmt.Errorf("--resync-interval: must not be negative")
+	}
+	if o.recordExpiry != 0 && o.recordExpiry < minRecordExpiry {
+		return fmt.Errorf("--record-expiry: %v is shorter than %v; a brief etcd or network hiccup must not expire live records", o.recordExpiry, minRecordExpiry)
+	}
+	if o.failbackHoldDown < 0 {
+		return fmt.Errorf("--failback-hold-down: must not be negative")
+	}
+	if o.gatewayPoll <= 0 {
+		return fmt.Errorf("--gateway-api-poll-interval: must be positive")
+	}
+	return nil
+}
+
+// leaderConfig returns the leader election's configuration, with an identity
+// made of host and a random part, when --leader-elect is set.
+func (o *options) leaderConfig(host string) (leader.Config, error) {
+	lead := o.leader
+	if o.leaderElect {
+		if o.leader.Namespace == "" || !dnsname.IsLabel(o.leader.Namespace) {
+			return leader.Config{}, fmt.Errorf("--leader-elect-namespace: %q is not a namespace name", o.leader.Namespace)
+		}
+		if o.leader.LeaseDuration <= o.leader.RenewDeadline || o.leader.RenewDeadline <= o.leader.RetryPeriod || o.leader.RetryPeriod <= 0 {
+			return leader.Config{}, fmt.Errorf("--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, which must exceed --leader-elect-retry-period")
+		}
+		// The host name (the pod's name in a cluster) and a random part,
+		// as kube-controller-manager names itself: two replicas on one
+		// host (hostNetwork, or processes side by side) must not both
+		// hold the Lease under one name.
+		suffix := make([]byte, 8)
+		rand.Read(suffix)
+		lead.Identity = host + "_" + hex.EncodeToString(suffix)
+		lead.EtcdKey = "/skylb/leader/" + o.owner
+	}
+	return lead, nil
+}
+
+// claimDir returns --claim-prefix without its trailing slash, once checked.
+func (o *options) claimDir() (string, error) {
+	claims := strings.TrimRight(o.claimPrefix, "/")
+	if o.claimPrefix != "" {
+		records := strings.TrimRight(o.prefix, "/")
+		if !strings.HasPrefix(claims, "/") || claims == "" {
+			return "", fmt.Errorf("--claim-prefix: %q must be an absolute path such as /skylb/claims", o.claimPrefix)
+		}
+		if strings.HasPrefix(claims+"/", records+"/") || strings.HasPrefix(records+"/", claims+"/") {
+			return "", fmt.Errorf("--claim-prefix: %q must lie outside --etcd-prefix %q, which CoreDNS serves", o.claimPrefix, o.prefix)
+		}
+	}
+	return claims, nil
 }
 
 // startGCPercent is the collector's GOGC during the cold start (see

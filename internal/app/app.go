@@ -137,7 +137,6 @@ type Clients struct {
 // components, then runs them under one group that it joins before returning:
 // the first to fail, or the controller stopping, stops them all.
 func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client) error {
-	kube := clients.Kube
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m := metrics.New(cfg.Version)
@@ -145,8 +144,70 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	var elector *leader.Elector
 	if cfg.LeaderElect {
 		cfg.Leader.Log = cfg.Log.WithField("component", "leader")
-		elector = leader.New(cfg.Leader, kube, etcd)
+		elector = leader.New(cfg.Leader, clients.Kube, etcd)
 	}
+	pub, reg := newPublisher(cfg, etcd, m, elector)
+	recorder, stopEvents := eventRecorder(ctx, clients.Kube, cfg.EventQPS, cfg.Log.WithField("component", "events"))
+	defer stopEvents()
+	ctrl := controller.New(controllerConfig(cfg, clients, m, elector), clients.Kube, pub, recorder)
+	// The publisher tells the controller of the names other clusters hold
+	// through their claims: an input of the controller's, like the objects.
+	pub.TellClaims(ctrl.ClusterClaim, ctrl.ClusterShare)
+	register(m, cfg, pub, ctrl, elector, reg, recorder)
+
+	if cfg.HTTPAddress != "" {
+		srv, err := serveHTTP(cfg.HTTPAddress, m, func() error {
+			return notReady(clients, pub, ctrl)
+		})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer scancel()
+			srv.Shutdown(sctx)
+		}()
+	}
+
+	g, ctx := errgroup.WithContext(ctx)
+	if cfg.StartGCPercent > 0 {
+		g.Go(func() error {
+			coldStart(ctx, cfg.StartGCPercent, pub, ctrl, elector == nil)
+			return nil
+		})
+	}
+	g.Go(func() error {
+		pub.Run(ctx)
+		return nil
+	})
+	if reg != nil {
+		g.Go(func() error {
+			reg.Run(ctx)
+			return nil
+		})
+	}
+	g.Go(func() error { return lead(ctx, elector, pub, ctrl) })
+	// The controller stopping stops everything; with Once, so does the
+	// summary being written.
+	g.Go(func() error {
+		defer cancel()
+		return ctrl.Run(ctx)
+	})
+	if !cfg.Once {
+		return g.Wait()
+	}
+	err := once(ctx, cfg, pub, ctrl, reg)
+	cancel()
+	if werr := g.Wait(); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// newPublisher returns the publisher of cfg and, unless this is a dry run,
+// the registry of the scopes sharing its owner id, which guards its writes
+// (with the elector's fence when there is one).
+func newPublisher(cfg Config, etcd *clientv3.Client, m *metrics.Metrics, elector *leader.Elector) (*publish.Publisher, *registry.Registry) {
 	pubCfg := publish.Config{
 		Prefix:             cfg.Prefix,
 		Owner:              cfg.Owner,
@@ -170,12 +231,13 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 		pub    *publish.Publisher
 		guards guardList
 	)
-	if cfg.ScopePrefix == "" {
-		cfg.ScopePrefix = "/skylb/scopes/" + cfg.Owner + "/"
+	scopePrefix := cfg.ScopePrefix
+	if scopePrefix == "" {
+		scopePrefix = "/skylb/scopes/" + cfg.Owner + "/"
 	}
 	if !cfg.DryRun {
 		reg = registry.New(etcd, registry.Config{
-			Prefix: cfg.ScopePrefix, Scope: cfg.Scope.String(), Identity: cfg.Identity, Timeout: cfg.EtcdTimeout,
+			Prefix: scopePrefix, Scope: cfg.Scope.String(), Identity: cfg.Identity, Timeout: cfg.EtcdTimeout,
 			OnResolved: func() { pub.Resync() },
 			Log:        cfg.Log.WithField("component", "registry"),
 		})
@@ -189,10 +251,12 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 		pubCfg.Guard = guards
 	}
 	pub = publish.New(etcd, pubCfg)
+	return pub, reg
+}
 
-	recorder, stopEvents := eventRecorder(ctx, kube, cfg.EventQPS, cfg.Log.WithField("component", "events"))
-	defer stopEvents()
-	ctrlCfg := controller.Config{
+// controllerConfig returns the controller's configuration from cfg.
+func controllerConfig(cfg Config, clients Clients, m *metrics.Metrics, elector *leader.Elector) controller.Config {
+	c := controller.Config{
 		Source:           cfg.Source,
 		Scope:            cfg.Scope,
 		ResyncInterval:   cfg.ResyncInterval,
@@ -211,104 +275,58 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 		Log:          cfg.Log.WithField("component", "controller"),
 	}
 	if cfg.GatewayAPI {
-		ctrlCfg.GatewayAPI, ctrlCfg.GatewayPoll, ctrlCfg.CRDs = true, cfg.GatewayPoll, clients.Metadata
+		c.GatewayAPI, c.GatewayPoll, c.CRDs = true, cfg.GatewayPoll, clients.Metadata
 	}
 	if elector != nil {
-		ctrlCfg.Leading = elector.Leading
+		c.Leading = elector.Leading
 	}
-	ctrl := controller.New(ctrlCfg, kube, pub, recorder)
-	// The publisher tells the controller of the names other clusters hold
-	// through their claims: an input of the controller's, like the objects.
-	pub.TellClaims(ctrl.ClusterClaim, ctrl.ClusterShare)
-	register(m, cfg, pub, ctrl, elector, reg, recorder)
+	return c
+}
 
-	if cfg.HTTPAddress != "" {
-		srv, err := serveHTTP(cfg.HTTPAddress, m, func() error {
-			return notReady(clients, pub, ctrl)
-		})
-		if err != nil {
-			return err
-		}
-		defer func() {
-			sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			defer scancel()
-			srv.Shutdown(sctx)
-		}()
+// coldStart runs the first pass at the garbage collector setting gcPercent,
+// then returns to the usual one.
+func coldStart(ctx context.Context, gcPercent int, pub *publish.Publisher, ctrl *controller.Controller, writes bool) {
+	prev := debug.SetGCPercent(gcPercent)
+	firstPass(ctx, pub, ctrl, writes)
+	debug.SetGCPercent(prev)
+	if ctx.Err() == nil {
+		// The cold start's garbage is gone, and the pages it took stay
+		// with the process unless returned now: at the usual setting the
+		// runtime keeps up to twice what is live.
+		debug.FreeOSMemory()
 	}
+}
 
-	g, ctx := errgroup.WithContext(ctx)
-	if cfg.StartGCPercent > 0 {
-		prev := debug.SetGCPercent(cfg.StartGCPercent)
-		g.Go(func() error {
-			firstPass(ctx, pub, ctrl, elector == nil)
-			debug.SetGCPercent(prev)
-			if ctx.Err() == nil {
-				// The cold start's garbage is gone, and the pages it
-				// took stay with the process unless returned now:
-				// at the usual setting the runtime keeps up to twice
-				// what is live.
-				debug.FreeOSMemory()
-			}
-			return nil
-		})
-	}
-	g.Go(func() error {
-		pub.Run(ctx)
+// lead runs the health checks until ctx ends; with an elector, only while
+// this replica leads, which is also when the publisher writes.
+func lead(ctx context.Context, elector *leader.Elector, pub *publish.Publisher, ctrl *controller.Controller) error {
+	if elector == nil {
+		ctrl.RunHealth(ctx)
 		return nil
+	}
+	// A replica stands for leader once it could lead at once: its caches
+	// synced, its first pass done and its view of etcd loaded. One just
+	// started, as the one replacing a deleted leader is, would otherwise
+	// take the Lease as it is released, ahead of a ready standby, and
+	// publish nothing until its own caches synced: seconds in a large
+	// cluster.
+	if waitUntil(ctx, func() bool { return ctrl.Ready() && pub.Ready() }) != nil {
+		return nil
+	}
+	return elector.Run(ctx, func(lctx context.Context) {
+		pub.SetActive(true)
+		ctrl.Resync(lctx)
+		// Only the leader probes; a new leader starts from healthy.
+		probing := make(chan struct{})
+		go func() {
+			defer close(probing)
+			ctrl.RunHealth(lctx)
+		}()
+		<-lctx.Done()
+		// Finish the transaction in flight before leadership is released.
+		pub.SetActive(false)
+		<-probing
 	})
-	if reg != nil {
-		g.Go(func() error {
-			reg.Run(ctx)
-			return nil
-		})
-	}
-	if elector != nil {
-		g.Go(func() error {
-			// A replica stands for leader once it could lead at once: its
-			// caches synced, its first pass done and its view of etcd
-			// loaded. One just started, as the one replacing a deleted
-			// leader is, would otherwise take the Lease as it is released,
-			// ahead of a ready standby, and publish nothing until its own
-			// caches synced: seconds in a large cluster.
-			if waitUntil(ctx, func() bool { return ctrl.Ready() && pub.Ready() }) != nil {
-				return nil
-			}
-			return elector.Run(ctx, func(lctx context.Context) {
-				pub.SetActive(true)
-				ctrl.Resync(lctx)
-				// Only the leader probes; a new leader starts from healthy.
-				probing := make(chan struct{})
-				go func() {
-					defer close(probing)
-					ctrl.RunHealth(lctx)
-				}()
-				<-lctx.Done()
-				// Finish the transaction in flight before leadership is released.
-				pub.SetActive(false)
-				<-probing
-			})
-		})
-	} else {
-		g.Go(func() error {
-			ctrl.RunHealth(ctx)
-			return nil
-		})
-	}
-	// The controller stopping stops everything; with Once, so does the
-	// summary being written.
-	g.Go(func() error {
-		defer cancel()
-		return ctrl.Run(ctx)
-	})
-	if !cfg.Once {
-		return g.Wait()
-	}
-	err := once(ctx, cfg, pub, ctrl, reg)
-	cancel()
-	if werr := g.Wait(); err == nil {
-		err = werr
-	}
-	return err
 }
 
 // notReady returns every reason skylb is not ready, on one line, or nil when
