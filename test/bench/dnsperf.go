@@ -36,6 +36,10 @@ type perfRun struct {
 	RangesPer1k    float64 `json:"etcd_ranges_per_1k"`
 	LeaseTTLPer1k  float64 `json:"etcd_lease_ttl_per_1k"`
 	CacheHitsShare float64 `json:"cache_hits_share,omitempty"`
+	// StaleShare is the share of the answers served stale
+	// (coredns_cache_served_stale_total): etcd did not answer the refresh
+	// of an expired answer within the cache's verify timeout.
+	StaleShare float64 `json:"stale_share,omitempty"`
 }
 
 // perfArgs is one dnsperf run.

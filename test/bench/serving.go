@@ -308,6 +308,10 @@ func (b *bench) perf(ctx context.Context, p *stack.Proc, a perfArgs) (perfRun, e
 	if hits+misses > 0 {
 		r.CacheHitsShare = hits / (hits + misses)
 	}
+	if r.Completed > 0 {
+		stale := c1.sum("coredns_cache_served_stale_total", nil) - c0.sum("coredns_cache_served_stale_total", nil)
+		r.StaleShare = stale / float64(r.Completed)
+	}
 	return r, nil
 }
 
@@ -424,7 +428,11 @@ func (s *serving) markdown(b *strings.Builder) {
 		if r.Sent == 0 {
 			return "–"
 		}
-		return fmt.Sprintf("%.0f / %.0f µs", r.P50Micros, r.P99Micros)
+		out := fmt.Sprintf("%.0f / %.0f µs", r.P50Micros, r.P99Micros)
+		if r.StaleShare > 0 {
+			out += fmt.Sprintf(" (%.2f%% stale)", 100*r.StaleShare)
+		}
+		return out
 	}
 	fmt.Fprintf(b, "| the mix at %d queries/s, on every core: p50 / p99 | %s | %s | | | | %s | | |\n", f.Rate, lat(f.Shipped), lat(f.Ceiling), lat(f.Leased))
 	if fl := s.Flood; fl != nil {
