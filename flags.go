@@ -94,7 +94,7 @@ func flags(o *options) *pflag.FlagSet {
 	fs.Uint32Var(&o.ttl, "ttl", 30, "record TTL in seconds")
 	fs.StringVar(&o.owner, "owner-id", "default", "identity of this cluster's records, a DNS label; each cluster sharing an etcd needs its own")
 	fs.StringVar(&o.claimPrefix, "claim-prefix", "/skylb/claims", "etcd prefix where the clusters sharing the etcd claim their names; empty claims none")
-	fs.DurationVar(&o.recordExpiry, "record-expiry", 0, "when set (e.g. 2m), this cluster's records expire that long after skylb stops renewing their etcd lease; 0 keeps them until skylb removes them")
+	fs.DurationVar(&o.recordExpiry, "record-expiry", 0, "when set (e.g. 2m), this cluster's claims expire that long after skylb stops renewing their etcd lease, and the other clusters sharing the etcd then delete the records they held; 0 keeps them until skylb removes them")
 	fs.DurationVar(&o.failbackHoldDown, "failback-hold-down", time.Minute, "how long a preferred cluster of a failover name (skylb.io/cluster-policy: failover), healthy again, waits before it takes the name back from the healthy cluster answering it")
 	fs.BoolVar(&o.clusterLabel, "cluster-label", false, "insert the owner id before the zone in generated names: <service>.<namespace>.<owner-id>.<zone>")
 	fs.StringVar(&o.defaultNamespace, "default-namespace", "", "also publish Services of this namespace as <service>.<zone>")

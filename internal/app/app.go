@@ -509,6 +509,7 @@ func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *cont
 		})
 	m.Gauge("skylb_shared_names_standby", "Names this cluster shares with other clusters and leaves to them: they answer by the cluster policy, or this cluster is held down.", stats(func(s publish.Stats) int64 { return s.Standby }))
 	m.Counter("skylb_record_leases_lost_total", "Times the lease of the records expired under skylb (with --record-expiry).", stats(func(s publish.Stats) int64 { return s.LeasesLost }))
+	m.Counter("skylb_swept_records_total", "Records of other clusters sharing the etcd deleted because the claims that held them expired (their cluster ran with --record-expiry and stopped renewing them).", stats(func(s publish.Stats) int64 { return s.Swept }))
 	m.Gauge("skylb_health_fail_open", "Objects publishing all their addresses because none passes its health check.", func() float64 { return float64(ctrl.FailOpen()) })
 	m.Gauge("skylb_workqueue_depth", "Objects waiting to be synced.", func() float64 { return float64(ctrl.QueueLen()) })
 	m.Counter("skylb_service_status_writes_total", "Service status updates written.", func() float64 { return float64(ctrl.StatusWrites()) })

@@ -130,8 +130,9 @@ type Entry struct {
 	// <owners>" ("<owners> (nested)" for a name above or beneath), "-" for
 	// none, "?" when the claims could not be read.
 	Claim string `json:"claim"`
-	// ExpiresIn is the time left on the etcd lease in seconds, 0 once
-	// expired, and nil without a lease.
+	// ExpiresIn is the time left in seconds on the etcd lease of the
+	// record, or of the claim that holds it, 0 once expired, and nil
+	// without a lease.
 	ExpiresIn *int64 `json:"expiresInSeconds"`
 }
 
@@ -223,6 +224,11 @@ func (inv *Inventory) Report(self string) Report {
 		return &secs
 	}
 
+	// The records a claim holds expire with it (see publish/sweep.go).
+	claimLease := make(map[[2]string]int64, len(inv.Claims))
+	for _, c := range inv.Claims {
+		claimLease[[2]string{c.Name, c.Owner}] = c.Lease
+	}
 	var lines []Entry
 	seen := make(map[[2]string]bool)
 	for _, r := range inv.Records {
@@ -237,6 +243,9 @@ func (inv *Inventory) Report(self string) Report {
 				claimed = skydns.HeldBy(r.Name)
 			}
 			l.Owner, l.Foreign, l.Claim = r.Value.Owner, r.Value.Owner != "" && r.Value.Owner != self, claimOf(claimed, r.Value.Owner)
+			if r.Lease == 0 {
+				l.ExpiresIn = expiresIn(claimLease[[2]string{claimed, r.Value.Owner}])
+			}
 			seen[[2]string{claimed, r.Value.Owner}] = true
 		}
 		lines = append(lines, l)

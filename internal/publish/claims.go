@@ -383,6 +383,11 @@ func (p *Publisher) applyClaims(events []*clientv3.Event, rev int64) {
 		if ev.Type == mvccpb.PUT {
 			p.putClaimLocked(stored, p.claimFromKV(owner, ev.Kv))
 		} else {
+			// Another cluster's leased claim gone: the records it held
+			// may be left behind (sweep.go).
+			if e := p.claimOfLocked(stored, owner); e != nil && e.lease != 0 && owner != p.cfg.Owner && p.active && !p.cfg.DryRun {
+				p.sweeper.add(stored, owner)
+			}
 			p.removeClaimLocked(stored, owner)
 		}
 		// A name held only for other clusters' claims is marked once the

@@ -268,7 +268,10 @@ func TestRestartAdoptsTheLeaseAndWritesNothing(t *testing.T) {
 		first.set(n, "192.0.2.1", false)
 	}
 	waitIdle(t, first.pub)
-	eventually(t, "records leased", func() bool { return leased(t, c) == len(names) })
+	// The claims carry the lease; the records they hold, none (see sweep.go).
+	eventually(t, "claims leased", func() bool {
+		return leased(t, c, "/skylb/claims/") == len(names) && leased(t, c, "/skydns/") == 0
+	})
 	first.stop()
 
 	before := etcdtest.Revision(t, c)
@@ -288,12 +291,12 @@ func TestRestartAdoptsTheLeaseAndWritesNothing(t *testing.T) {
 	}
 }
 
-// leased counts the keys under /skydns/ attached to a lease.
-func leased(t *testing.T, c *clientv3.Client) int {
+// leased counts the keys under prefix attached to a lease.
+func leased(t *testing.T, c *clientv3.Client, prefix string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	resp, err := c.Get(ctx, "/skydns/", clientv3.WithPrefix())
+	resp, err := c.Get(ctx, prefix, clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func (p *Publisher) sendLocked(batch []change) []string {
 			keys = append(keys, key)
 		}
 		for _, w := range c.puts {
-			p.sending[w.key] = sent{value: w.value, lease: c.lease}
+			p.sending[w.key] = sent{value: w.value, lease: c.recordLease}
 			keys = append(keys, w.key)
 		}
 		for _, key := range c.dels {

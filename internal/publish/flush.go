@@ -66,8 +66,11 @@ type change struct {
 	name     string
 	event    bool      // marked by a change rather than by a full reconciliation
 	observed time.Time // when the Kubernetes change behind it was seen, or zero
-	lease    int64     // the lease of the puts
-	above    []above   // ancestors on which no claim may have been created (see nested.go)
+	lease    int64     // the lease of the claim's put
+	// recordLease is the lease of the records' puts: lease, or none when
+	// the claim holds them (see recordLease).
+	recordLease int64
+	above       []above // ancestors on which no claim may have been created (see nested.go)
 	keyChange
 	claimPut []byte // the value of this cluster's claim, when written
 	claimDel bool   // this cluster's claim is deleted
@@ -118,7 +121,7 @@ func (p *Publisher) ops(c *change, ops []clientv3.Op, cmps []clientv3.Cmp) ([]cl
 		ops = append(ops, clientv3.OpDelete(p.claimKey(c.name, p.cfg.Owner)))
 	}
 	for _, w := range c.puts {
-		ops = append(ops, clientv3.OpPut(w.key, string(w.value), clientv3.WithLease(clientv3.LeaseID(c.lease))))
+		ops = append(ops, clientv3.OpPut(w.key, string(w.value), clientv3.WithLease(clientv3.LeaseID(c.recordLease))))
 	}
 	for _, key := range c.dels {
 		ops = append(ops, clientv3.OpDelete(key))
@@ -296,7 +299,8 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 			wants = p.wants(stored, n.records)
 		}
 	}
-	c.keyChange = diff(wants, base, c.lease, n.actual, atName(stored))
+	c.recordLease = p.recordLease(n, c.lease)
+	c.keyChange = diff(wants, base, c.recordLease, n.actual, atName(stored))
 	if ops, _ := c.counts(); ops > p.txnOps() {
 		// A name's keys change in one transaction, which its own records
 		// fit (config holds --max-addresses-per-name to it); the keys of its
@@ -393,7 +397,7 @@ func (p *Publisher) committedLocked(batch []change, rev int64) {
 	for _, c := range batch {
 		n := p.names[c.name]
 		for _, w := range c.puts {
-			n.put(entry{key: p.relKey(c.name, w.key), sum: digestOf(w.value), host: w.host, modRev: rev, lease: c.lease}, "")
+			n.put(entry{key: p.relKey(c.name, w.key), sum: digestOf(w.value), host: w.host, modRev: rev, lease: c.recordLease}, "")
 		}
 		// The keys come one by one, from the watch's echo or from here, and
 		// the slice grows by doubling: a name with an address and two SRV

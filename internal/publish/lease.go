@@ -18,11 +18,16 @@ type leaseState struct {
 	leaseWake [leaseShards]chan struct{} // wakes a shard's lease loop
 }
 
-// With Config.RecordExpiry, every key the Publisher writes (records and
-// claims) is attached to an etcd lease of that TTL, which the Publisher keeps
-// alive. When skylb stops renewing the leases (its cluster lost, the
-// controller gone), etcd deletes the keys once the TTL has passed, with no
-// other cluster involved. etcd itself never expires a lease because it was
+// With Config.RecordExpiry, the Publisher's claims are attached to an etcd
+// lease of that TTL, which it keeps alive. When skylb stops renewing the
+// leases (its cluster lost, the controller gone), etcd deletes the claims once
+// the TTL has passed, and the other clusters sharing the etcd, which watch
+// the claims, delete the records the claims held (see sweep.go). The records
+// themselves carry no lease: CoreDNS's etcd plugin asks etcd for the time
+// left on the lease of every key it answers from, a call per key that took
+// the answers read from etcd to a ninth of their rate. Records that no claim
+// holds (the apex guard, every record when names are not claimed) keep the
+// lease and expire with it. etcd itself never expires a lease because it was
 // down or electing a leader: it restores every lease's full TTL when a leader
 // takes over.
 //
@@ -41,6 +46,15 @@ type leaseState struct {
 // leaseShards is the number of leases the keys are spread over: 64,000 keys
 // make 500 a lease. A shard number fits in a byte.
 const leaseShards = 128
+
+// recordLease returns the lease the records of n are written with, where its
+// claim is written with lease: none when a claim holds them.
+func (p *Publisher) recordLease(n *name, lease int64) int64 {
+	if p.claiming() && !n.unclaimed {
+		return 0
+	}
+	return lease
+}
 
 // leaseShard returns the lease shard of a stored name.
 func leaseShard(stored string) uint8 {
@@ -164,7 +178,8 @@ func (p *Publisher) obtainLease(ctx context.Context, shard int) (int64, error) {
 	return int64(resp.ID), nil
 }
 
-// commonLeaseLocked returns the lease most of a shard's keys carry, or 0.
+// commonLeaseLocked returns the lease most of a shard's keys (records and
+// claims) carry, or 0.
 func (p *Publisher) commonLeaseLocked(shard int) int64 {
 	count := make(map[int64]int)
 	for _, n := range p.names {
@@ -175,6 +190,9 @@ func (p *Publisher) commonLeaseLocked(shard int) int64 {
 			if e.lease != 0 && !e.deleted {
 				count[e.lease]++
 			}
+		}
+		if own := n.claimOf(p.cfg.Owner); own != nil && own.lease != 0 {
+			count[own.lease]++
 		}
 	}
 	best, most := int64(0), 0

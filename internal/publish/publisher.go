@@ -41,6 +41,10 @@ type Publisher struct {
 	clusterState // the claims of the clusters sharing the etcd (claims.go, share.go)
 	following    // names stored at their name and what they follow (atname.go)
 
+	// sweeper holds, under its own lock, the names whose records another
+	// cluster's expired claim left behind (sweep.go).
+	sweeper *sweeper
+
 	count counters // what it has done, read by Stats without the lock
 	// maxOps is the most operations a transaction holds: Config.MaxTxnOps,
 	// less once etcd refused that many (txnops.go).
@@ -80,6 +84,7 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 			sharings: make(map[string]arbitrate.Sharing), holds: make(map[string]hold),
 		},
 		following: following{follows: make(map[string]string), followers: make(map[string]nameSet), occupied: make(map[string]bool)},
+		sweeper:   newSweeper(),
 	}
 	if cfg.ClaimPrefix != "" {
 		p.claimDir = trimSlash(cfg.ClaimPrefix) + "/"
@@ -275,6 +280,9 @@ func (p *Publisher) Run(ctx context.Context) {
 		for shard := range leaseShards {
 			wg.Go(func() { p.leaseLoop(ctx, shard) })
 		}
+	}
+	if p.claiming() && !p.cfg.DryRun {
+		wg.Go(func() { p.sweepLoop(ctx) })
 	}
 	for ctx.Err() == nil {
 		rev, ok := p.loadWithRetry(ctx)

@@ -22,6 +22,9 @@ type Stats struct {
 	Refused int64
 	// LeasesLost counts the record leases that expired under skylb.
 	LeasesLost int64
+	// Swept counts the records of other clusters deleted because their
+	// claim expired (see sweep.go).
+	Swept int64
 	// TookOver and HandedOver count the times this cluster started and
 	// stopped serving a shared name it had claimed before, as committed;
 	// Standby is the number of shared names it claims and does not serve
@@ -49,7 +52,7 @@ func (p *Publisher) Stats() Stats { return p.count.stats() }
 type counters struct {
 	txns, puts, deletes, relists, held atomic.Int64
 	listErrs, watchErrs, txnErrs       atomic.Int64
-	refused, leasesLost                atomic.Int64
+	refused, leasesLost, swept         atomic.Int64
 	tookOver, handedOver, standby      atomic.Int64
 	noSpaceErrs                        atomic.Int64
 	noSpace                            atomic.Bool
@@ -63,7 +66,7 @@ func (c *counters) stats() Stats {
 		Errors:     c.listErrs.Load() + c.watchErrs.Load() + c.txnErrs.Load(),
 		ListErrors: c.listErrs.Load(), WatchErrors: c.watchErrs.Load(), TxnErrors: c.txnErrs.Load(),
 		Relists: c.relists.Load(), HeldDeletes: c.held.Load(),
-		Refused: c.refused.Load(), LeasesLost: c.leasesLost.Load(),
+		Refused: c.refused.Load(), LeasesLost: c.leasesLost.Load(), Swept: c.swept.Load(),
 		TookOver: c.tookOver.Load(), HandedOver: c.handedOver.Load(), Standby: c.standby.Load(),
 		NoSpaceErrors: c.noSpaceErrs.Load(), NoSpace: c.noSpace.Load(),
 		LastSync: lastSync(c.lastSync.Load()),

@@ -271,8 +271,10 @@ func TestSeveralClusters(t *testing.T) {
 	})
 }
 
-// stopSites stops the sites' skylb and API servers and revokes the leases of
-// their records, so that no expiry lands in the middle of a later test.
+// stopSites stops the sites' skylb and API servers, revokes the leases of
+// their claims and records and deletes the records their claims held (which
+// no other cluster is left to sweep), so that nothing of theirs lands in the
+// middle of a later test.
 func stopSites(t *testing.T, sites ...*site) {
 	owned := make(map[string]bool)
 	for _, s := range sites {
@@ -292,8 +294,14 @@ func stopSites(t *testing.T, sites ...*site) {
 		}
 		for _, kv := range resp.Kvs {
 			v, err := skydns.Decode(kv.Value)
-			if err == nil && owned[v.Owner] && kv.Lease != 0 {
+			switch {
+			case err != nil || !owned[v.Owner]:
+			case kv.Lease != 0:
 				leases[kv.Lease] = true
+			default:
+				if _, err := c.Delete(ctx, string(kv.Key)); err != nil {
+					t.Errorf("delete %s: %v", kv.Key, err)
+				}
 			}
 		}
 	}
