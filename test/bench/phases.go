@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -495,27 +496,33 @@ func (b *bench) restartSkylb(ctx context.Context, extra ...string) error {
 	return err
 }
 
-// waitLeased waits until n keys of the large cluster were written again
-// since the recorder's mark: with --record-expiry skylb writes every record
-// and claim again to attach its lease. It follows the benchmark's own watch,
-// so as not to load etcd with lists of tens of thousands of keys meanwhile.
-func (b *bench) waitLeased(ctx context.Context, mark, n int) error {
+// waitLeased waits until every claim in etcd carries a lease: with
+// --record-expiry skylb writes every claim again to attach its lease (the
+// records it holds keep theirs, none). It lists the claims once a second,
+// keys only.
+func (b *bench) waitLeased(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	keys := map[string]bool{}
-	for i := mark; len(keys) < n; {
-		evs, next := b.rec.since(i)
-		i = next
-		for _, ev := range evs {
-			if ev.put && strings.HasPrefix(ev.key, benchPaths) {
-				keys[ev.key] = true
+	for {
+		resp, err := b.etcd.Get(ctx, "/skylb/claims/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		leased := 0
+		if err == nil {
+			for _, kv := range resp.Kvs {
+				if kv.Lease != 0 {
+					leased++
+				}
+			}
+			if len(resp.Kvs) > 0 && leased == len(resp.Kvs) {
+				return nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d of %d records written with the lease: %w", len(keys), n, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
+			if err == nil {
+				err = fmt.Errorf("%d of %d claims written with the lease", leased, len(resp.Kvs))
+			}
+			return fmt.Errorf("%w: %w", err, ctx.Err())
+		case <-time.After(time.Second):
 		}
 	}
-	return nil
 }
