@@ -31,10 +31,11 @@ const (
 // again. The publisher calls it whenever its decision on the name's claim
 // changes.
 func (c *Controller) ClusterClaim(stored string, d arbitrate.Decision) {
-	var out outcome
-	defer func() { c.apply(out) }()
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.decideLocked(func(out *outcome) { c.clusterClaimLocked(out, stored, d) })
+}
+
+// clusterClaimLocked is ClusterClaim's decision, under mu.
+func (c *Controller) clusterClaimLocked(out *outcome, stored string, d arbitrate.Decision) {
 	log := c.cfg.Log.WithField("name", stored)
 	if d.Granted {
 		log.Info("no other cluster holds the name any more; publishing it")
@@ -74,10 +75,11 @@ func (c *Controller) ClusterClaim(stored string, d arbitrate.Decision) {
 // publisher calls it whenever its decision on the name changes, with the
 // decision before (nil for the first).
 func (c *Controller) ClusterShare(stored string, s arbitrate.Sharing, was *arbitrate.Sharing) {
-	var out outcome
-	defer func() { c.apply(out) }()
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.decideLocked(func(out *outcome) { c.clusterShareLocked(out, stored, s, was) })
+}
+
+// clusterShareLocked is ClusterShare's decision, under mu.
+func (c *Controller) clusterShareLocked(out *outcome, stored string, s arbitrate.Sharing, was *arbitrate.Sharing) {
 	events := shareEvents(s, was)
 	if len(events) == 0 {
 		return

@@ -68,7 +68,8 @@ type Config struct {
 	// endpoints before its NoEndpoints Warning is sent; 0 sends it at once.
 	// An object that had endpoints and lost them is warned about at once.
 	NoEndpointsGrace time.Duration
-	// ObserveReconcile, when set, is told how long each object's sync took.
+	// ObserveReconcile, when set, is told how long the decision took to
+	// compute each object's publication (see decide).
 	ObserveReconcile func(time.Duration)
 	// HealthWorkers bounds the health probes running at once.
 	HealthWorkers int
@@ -348,7 +349,7 @@ func (c *Controller) syncAll(ctx context.Context) (int, error) {
 		loaded = c.pub.Loaded(lctx)
 		cancel()
 	}
-	out, err := c.decideAll(keys, loaded)
+	out, err := c.decide(keys, loaded)
 	if err != nil {
 		return 0, err
 	}
@@ -424,13 +425,9 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
-	start := time.Now()
 	out, err := c.sync(ctx, key)
 	if err == nil {
 		c.apply(out)
-		if c.cfg.ObserveReconcile != nil {
-			c.cfg.ObserveReconcile(time.Since(start))
-		}
 	}
 	switch {
 	case err == nil:

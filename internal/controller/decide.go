@@ -21,10 +21,16 @@ import (
 // much, and its Events are then all sent.
 const loadedWait = 2 * time.Second
 
-// decideAll is the decision of syncAll over keys; loaded are the digests of
-// the records etcd held at start, by object, in the first pass (see
+// decide is the decision pipeline of every change of objects, one object
+// from the work queue or every object in a full pass: for each object, its
+// publication (from the caches), its health targets, its place in the index
+// and its Service status; then, under mu, once for all of them, the records of
+// the groups of names they touch, the PTR records, and the Events of the
+// objects whose problems or names changed. It reads the listers and updates
+// the controller's bookkeeping; the caller applies the outcome. loaded are the
+// digests of the records etcd held at start, by object, in the first pass (see
 // Publisher.Loaded), nil in the others.
-func (c *Controller) decideAll(keys []string, loaded map[string]uint64) (outcome, error) {
+func (c *Controller) decide(keys []string, loaded map[string]uint64) (outcome, error) {
 	// About one probe and one Event for each object.
 	out := outcome{
 		events: make([]event, 0, len(keys)),
@@ -114,32 +120,9 @@ func unchanged(loaded map[string]uint64, records []wanted) map[string]bool {
 	return out
 }
 
-// sync decides what the current state of one object means: the records of
-// the groups of names it touches, the Events of the objects whose problems or
-// names changed, the targets to probe, and the status of a Service skylb
-// implements when it is to be written. It reads the listers and updates the
-// controller's bookkeeping; the caller applies the outcome.
+// sync decides what the current state of one object means (see decide).
 func (c *Controller) sync(_ context.Context, key string) (outcome, error) {
-	observed := c.observed.take(key)
-	pub, svc, err := c.publication(key)
-	if err != nil {
-		return outcome{}, err
-	}
-	var out outcome
-	c.checkHealth(&out, key, pub)
-	c.mu.Lock()
-	out.seq = c.order.begin()
-	touched := map[string]bool{key: true}
-	for _, g := range c.index.Update(key, pub) {
-		c.resolveLocked(&out, g, observed, touched)
-	}
-	c.reverseLocked(&out, observed)
-	for s := range touched {
-		c.reportLocked(&out, s)
-	}
-	c.mu.Unlock()
-	c.statusOf(&out, svc, pub)
-	return out, nil
+	return c.decide([]string{key}, nil)
 }
 
 // publication reads an object from the caches and computes what it publishes;

@@ -106,16 +106,14 @@ func (c *Controller) healthChanged(ch health.Change) {
 	if !ch.Healthy {
 		kind, reason, verb = corev1.EventTypeWarning, "AddressUnhealthy", "failed its health check ("+ch.Reason+")"
 	}
-	var out outcome
-	for _, src := range ch.Sources {
-		c.cfg.Log.WithFields(logrus.Fields{"object": src, "address": ch.Target.String(), "healthy": ch.Healthy}).Info("health changed")
-		c.mu.Lock()
-		pub := c.index.Publication(src)
-		c.mu.Unlock()
-		if pub != nil {
-			out.event(pub.Ref(), kind, reason, "address "+ch.Target.String()+" "+verb)
+	// The objects' records follow from their sync, requeued here.
+	c.decideLocked(func(out *outcome) {
+		for _, src := range ch.Sources {
+			c.cfg.Log.WithFields(logrus.Fields{"object": src, "address": ch.Target.String(), "healthy": ch.Healthy}).Info("health changed")
+			if pub := c.index.Publication(src); pub != nil {
+				out.event(pub.Ref(), kind, reason, "address "+ch.Target.String()+" "+verb)
+			}
+			out.requeue = append(out.requeue, requeue{key: src})
 		}
-		out.requeue = append(out.requeue, requeue{key: src})
-	}
-	c.apply(out)
+	})
 }

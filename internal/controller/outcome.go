@@ -65,6 +65,22 @@ func (o *outcome) event(ref *corev1.ObjectReference, kind, reason, message strin
 	o.events = append(o.events, event{ref: ref, kind: kind, reason: reason, message: message})
 }
 
+// decideLocked runs the decision f under mu and applies what it decided
+// once mu is released: the way into the pipeline of what is not an object
+// (a zone's nameservers, a health verdict, another cluster's claim or
+// share). Objects go
+// through decide, which takes mu itself. Lock order everywhere: mu, then
+// order.mu (see order), then the publisher's. apply runs without mu, and the
+// publisher tells the controller of claims (ClusterClaim, ClusterShare)
+// without holding its own lock, so that neither waits for the other.
+func (c *Controller) decideLocked(f func(out *outcome)) {
+	var out outcome
+	c.mu.Lock()
+	f(&out)
+	c.mu.Unlock()
+	c.apply(out)
+}
+
 // apply carries out an outcome: records to the publisher, in the order they
 // were decided, Events to the recorder unless another replica leads or this
 // is a dry run, targets to the prober, status to the status queue while

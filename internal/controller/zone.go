@@ -198,21 +198,19 @@ func (c *Controller) syncZones(ctx context.Context) {
 	}
 	ns := zone.Assign(z.cfg.Nameservers, found)
 
-	var out outcome
-	c.mu.Lock()
-	out.seq = c.order.begin()
-	first := !z.synced
-	changed := first || !slices.Equal(ns, z.ns)
-	refusedChanged := !slices.Equal(refused, z.refused)
-	z.ns, z.refused, z.synced = ns, refused, true
-	for stored, records := range zone.Records(z.zones, ns, c.cfg.Source.TTL, z.granted) {
-		_, apex := z.apexZone[stored]
-		out.records = append(out.records, wanted{stored: stored, want: publish.Want{
-			Records: records, Unclaimed: apex && len(z.granted[stored]) == 0, Observed: observed,
-		}})
-	}
-	c.mu.Unlock()
-	c.apply(out)
+	var changed, refusedChanged bool
+	c.decideLocked(func(out *outcome) {
+		out.seq = c.order.begin()
+		changed = !z.synced || !slices.Equal(ns, z.ns)
+		refusedChanged = !slices.Equal(refused, z.refused)
+		z.ns, z.refused, z.synced = ns, refused, true
+		for stored, records := range zone.Records(z.zones, ns, c.cfg.Source.TTL, z.granted) {
+			_, apex := z.apexZone[stored]
+			out.records = append(out.records, wanted{stored: stored, want: publish.Want{
+				Records: records, Unclaimed: apex && len(z.granted[stored]) == 0, Observed: observed,
+			}})
+		}
+	})
 
 	if refusedChanged && len(refused) > 0 {
 		var s []string

@@ -28,7 +28,7 @@ func New(version string) *Metrics {
 		Registry: prometheus.NewRegistry(),
 		ReconcileDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "skylb_reconcile_duration_seconds",
-			Help:    "Time to compute and hand over the records of one object.",
+			Help:    "Time to compute what one object publishes.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
 		}),
 		Propagation: prometheus.NewHistogram(prometheus.HistogramOpts{
