@@ -432,7 +432,8 @@ func (b *bench) scaledChange(i int) change {
 
 // idle counts etcd requests while nothing changes. skylb is then the only
 // client that could make any: CoreDNS's etcd plugin reads only when asked,
-// and the benchmark only keeps its watch open.
+// the benchmark only keeps its watch open, and the reloader beside CoreDNS,
+// which reads one key a second, is paused for the window.
 func (b *bench) idle(ctx context.Context, res *results) error {
 	i, err := b.idleWindow(ctx, b.skylb.PID())
 	if err != nil {
@@ -446,6 +447,12 @@ func (b *bench) idle(ctx context.Context, res *results) error {
 // idleWindow counts etcd requests by method over the idle window, and the
 // CPU time of the controller pid meanwhile.
 func (b *bench) idleWindow(ctx context.Context, pid int) (*idleResult, error) {
+	if r := b.st.Proc("coredns-reloader"); r != nil && r.Running() {
+		if err := r.Pause(); err != nil {
+			return nil, err
+		}
+		defer r.Resume()
+	}
 	time.Sleep(3 * time.Second)
 	e0, err := b.etcdMetrics(ctx)
 	if err != nil {
