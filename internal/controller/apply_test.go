@@ -55,7 +55,7 @@ func TestApply(t *testing.T) {
 				Source: source.Config{Zones: zones, TTL: 30}, DryRun: tt.dryRun,
 				Leading: func() bool { return tt.leading }, Log: log,
 			}, kubefake.New(), pub, recorder)
-			c.started.Store(true)
+			c.phase.started.Store(true)
 			o := out
 			o.seq = c.order.begin()
 			c.apply(o)
@@ -74,7 +74,7 @@ func TestApply(t *testing.T) {
 			}
 			// The status queue writes only while leading; a dry run logs
 			// what it would write.
-			if got := c.statusQueue.Len(); got != tt.wantStatus {
+			if got := c.statuses.queue.Len(); got != tt.wantStatus {
 				t.Errorf("status queued = %d, want %d", got, tt.wantStatus)
 			}
 			if got := c.queue.Len(); got != 1 {

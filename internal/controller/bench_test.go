@@ -83,7 +83,7 @@ func BenchmarkSyncAll(b *testing.B) {
 				c := New(Config{Source: source.Config{Zones: zones, TTL: 30}, Log: log}, kube, emptyAtStart{pub}, &record.FakeRecorder{}) // no channel: Events are dropped
 				ctx, cancel := context.WithCancel(context.Background())
 				stop := c.runInformers(ctx)
-				if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+				if !cache.WaitForCacheSync(ctx.Done(), c.caches.synced...) {
 					b.Fatal("caches did not sync")
 				}
 				b.StartTimer()
@@ -139,13 +139,13 @@ func BenchmarkSyncService100Endpoints(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	defer c.runInformers(ctx)()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.caches.synced...) {
 		b.Fatal("caches did not sync")
 	}
 	if _, err := c.syncAll(ctx); err != nil {
 		b.Fatal(err)
 	}
-	store := c.informers.slices.list[0].GetStore()
+	store := c.caches.informers.slices.list[0].GetStore()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {

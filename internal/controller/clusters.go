@@ -132,8 +132,8 @@ func shareEvents(s arbitrate.Sharing, was *arbitrate.Sharing) []shareEvent {
 // publishersLocked calls f with every object publishing stored (as the
 // object's own name, the zone's for its apex records) and that name.
 func (c *Controller) publishersLocked(stored string, f func(pub *source.Publication, name string)) {
-	c.tellings.publishers(stored, func(src, name string) {
-		if pub := c.index.Publication(src); pub != nil {
+	c.book.tellings.publishers(stored, func(src, name string) {
+		if pub := c.book.index.Publication(src); pub != nil {
 			f(pub, name)
 		}
 	})

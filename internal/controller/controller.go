@@ -96,35 +96,23 @@ type Config struct {
 // Controller turns Services and Ingresses into records.
 type Controller struct {
 	cfg      Config
-	builder  *source.Builder
 	pub      Publisher
 	recorder record.EventRecorder
+	kube     API
 
-	kube      API
-	informers coreInformers
-	services  corelisters.ServiceLister
-	ingresses networkinglisters.IngressLister
-	// synced report, one per event handler, that the informer's cache has
-	// synced and the handler has been given every object of the initial
-	// list, which it does not queue: the first full pass covers them.
-	synced []cache.InformerSynced
+	// caches are what the decisions read: the informers, their listers and
+	// the builder of publications over them.
+	caches caches
 	queue  workqueue.TypedRateLimitingInterface[string]
-	// statusQueue holds the Services ("namespace/name") whose status is to
-	// be written; see statusOf.
-	statusQueue workqueue.TypedRateLimitingInterface[string]
+	// statuses are the Service statuses to write (see statusOf).
+	statuses statusWork
 
-	// mu guards the bookkeeping of decisions: the index, what was resolved
-	// and told from it, and the zone records.
-	mu       sync.Mutex
-	index    *rank.Index
-	tellings tellings
-	// endpoints holds, by source, what decides when NoEndpoints is told.
-	endpoints map[string]endpointWatch
-	// ready is set once the caches have synced and the first full pass is done.
-	ready atomic.Bool
-	// cachesSynced is set once the caches have synced, as the first full
-	// pass starts: changes from then on are followed one by one.
-	cachesSynced atomic.Bool
+	// mu guards the bookkeeping of decisions (book) and the zone records.
+	mu   sync.Mutex
+	book bookkeeping
+	// phase is how far the controller has come: caches synced, first
+	// full pass done.
+	phase phases
 
 	// order hands the records decided under mu to the publisher in order.
 	order order
@@ -132,18 +120,55 @@ type Controller struct {
 	// observed holds when each queued change was first seen, which the
 	// publisher measures propagation from.
 	observed observations
-	// started is set when the first full pass begins: the events of the
-	// caches filling up before it are covered by that pass and not queued.
-	started atomic.Bool
 
-	statusWrites atomic.Int64
-
-	prober *health.Prober
 	health healthChoices
 
 	zone *zoneState // nil without Config.Zone
 
 	gw *gatewayState // nil without Config.GatewayAPI
+}
+
+// caches are the informers the controller reads, their listers, and the
+// builder that computes publications from them. They are set up by New and
+// read without a lock.
+type caches struct {
+	builder   *source.Builder
+	informers coreInformers
+	services  corelisters.ServiceLister
+	ingresses networkinglisters.IngressLister
+	// synced report, one per event handler, that the informer's cache has
+	// synced and the handler has been given every object of the initial
+	// list, which it does not queue: the first full pass covers them.
+	synced []cache.InformerSynced
+}
+
+// statusWork holds the Services ("namespace/name") whose status is to be
+// written, and counts the writes.
+type statusWork struct {
+	queue  workqueue.TypedRateLimitingInterface[string]
+	writes atomic.Int64
+}
+
+// bookkeeping is what the decisions keep between them, under Controller.mu:
+// the ranking index, what was resolved and told from it, and the endpoints
+// that decide when NoEndpoints is told.
+type bookkeeping struct {
+	index    *rank.Index
+	tellings tellings
+	// endpoints holds, by source, what decides when NoEndpoints is told.
+	endpoints map[string]endpointWatch
+}
+
+// phases are how far the controller has come, each set once.
+type phases struct {
+	// started is set when the first full pass begins: the events of the
+	// caches filling up before it are covered by that pass and not queued.
+	started atomic.Bool
+	// cachesSynced is set once the caches have synced, as the first full
+	// pass starts: changes from then on are followed one by one.
+	cachesSynced atomic.Bool
+	// ready is set once the caches have synced and the first full pass is done.
+	ready atomic.Bool
 }
 
 // API is what the controller reads from and writes to the Kubernetes API;
@@ -201,30 +226,34 @@ func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Co
 	}
 	listers.PortUsers = portUsers(svcs.indexer())
 	c := &Controller{
-		cfg:       cfg,
-		builder:   source.NewBuilder(cfg.Source, listers),
-		gw:        gw,
-		pub:       pub,
-		recorder:  recorder,
-		kube:      kube,
-		informers: coreInformers{services: svcs, slices: slices_, nodes: nodes, ingresses: ings},
-		services:  listers.Services,
-		ingresses: networkinglisters.NewIngressLister(ings.indexer()),
+		cfg:      cfg,
+		gw:       gw,
+		pub:      pub,
+		recorder: recorder,
+		kube:     kube,
+		caches: caches{
+			builder:   source.NewBuilder(cfg.Source, listers),
+			informers: coreInformers{services: svcs, slices: slices_, nodes: nodes, ingresses: ings},
+			services:  listers.Services,
+			ingresses: networkinglisters.NewIngressLister(ings.indexer()),
+		},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb"}),
-		statusQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
+		statuses: statusWork{queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb-status"}),
-		index:     newIndex(cfg),
-		tellings:  newTellings(),
-		endpoints: make(map[string]endpointWatch),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb-status"})},
+		book: bookkeeping{
+			index:     newIndex(cfg),
+			tellings:  newTellings(),
+			endpoints: make(map[string]endpointWatch),
+		},
 	}
 	if err := svcs.addIndexers(cache.Indexers{byPort: c.portIndex}); err != nil {
 		panic(fmt.Sprintf("add the Services' port index: %v", err))
 	}
-	c.prober = health.NewProber(cfg.HealthWorkers, c.healthChanged, cfg.ObserveProbe)
-	c.synced = append(c.synced, c.handle(svcs, source.KindService), c.handle(ings, source.KindIngress))
+	c.health.prober = health.NewProber(cfg.HealthWorkers, c.healthChanged, cfg.ObserveProbe)
+	c.caches.synced = append(c.caches.synced, c.handle(svcs, source.KindService), c.handle(ings, source.KindIngress))
 	c.handleSlices(slices_)
 	c.handleNodes(nodes)
 	if c.gw != nil {
@@ -246,23 +275,23 @@ func newIndex(cfg Config) *rank.Index {
 }
 
 // Ready reports whether the caches have synced and the first full pass is done.
-func (c *Controller) Ready() bool { return c.ready.Load() }
+func (c *Controller) Ready() bool { return c.phase.ready.Load() }
 
 // Run starts the informers, waits for their caches, publishes everything once and
 // then follows changes until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
-	defer c.statusQueue.ShutDown()
+	defer c.statuses.queue.ShutDown()
 
 	defer c.runInformers(ctx)()
-	synced := append(slices.Clone(c.synced), c.startGatewayAtStart(ctx)...)
+	synced := append(slices.Clone(c.caches.synced), c.startGatewayAtStart(ctx)...)
 	c.cfg.Log.Info("waiting for informer caches to sync")
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return errors.New("informer caches did not sync")
 	}
 	start := time.Now()
-	c.cachesSynced.Store(true)
+	c.phase.cachesSynced.Store(true)
 	n, err := c.syncAll(ctx)
 	if err != nil {
 		return err
@@ -283,7 +312,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	// The status the first pass found wrong is written before skylb calls
 	// itself ready, as --once expects; changes are followed meanwhile.
 	c.drainStatus(ctx)
-	c.ready.Store(true)
+	c.phase.ready.Store(true)
 	for range statusWorkers {
 		wg.Add(1)
 		go func() {
@@ -321,7 +350,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	c.queue.ShutDown()
-	c.statusQueue.ShutDown()
+	c.statuses.queue.ShutDown()
 	wg.Wait()
 	if c.gw != nil {
 		c.gw.running.Wait()
@@ -336,7 +365,7 @@ func (c *Controller) Run(ctx context.Context) error {
 func (c *Controller) syncAll(ctx context.Context) (int, error) {
 	// An event from now on may come after the pass has read its object: it is
 	// queued. An event handled before has its object in the caches already.
-	first := !c.started.Swap(true)
+	first := !c.phase.started.Swap(true)
 	keys, err := c.cachedKeys()
 	if err != nil {
 		return 0, err
@@ -360,14 +389,14 @@ func (c *Controller) syncAll(ctx context.Context) (int, error) {
 // cachedKeys returns the keys of every cached object and every object the index still holds.
 func (c *Controller) cachedKeys() ([]string, error) {
 	var keys []string
-	svcs, err := c.services.List(labels.Everything())
+	svcs, err := c.caches.services.List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("list services: %w", err)
 	}
 	for _, s := range svcs {
 		keys = append(keys, source.KindService+"/"+s.Namespace+"/"+s.Name)
 	}
-	ings, err := c.ingresses.List(labels.Everything())
+	ings, err := c.caches.ingresses.List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("list ingresses: %w", err)
 	}
@@ -376,7 +405,7 @@ func (c *Controller) cachedKeys() ([]string, error) {
 	}
 	keys = append(keys, c.gatewayKeys()...)
 	c.mu.Lock()
-	keys = append(keys, c.index.Sources()...)
+	keys = append(keys, c.book.index.Sources()...)
 	c.mu.Unlock()
 	slices.Sort(keys)
 	return slices.Compact(keys), nil
@@ -390,11 +419,11 @@ func (c *Controller) Resync(ctx context.Context) { c.resync(ctx) }
 func (c *Controller) Conflicts() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.tellings.hostnameConflicts()
+	return c.book.tellings.hostnameConflicts()
 }
 
 // StatusWrites returns the number of Service status updates written.
-func (c *Controller) StatusWrites() int64 { return c.statusWrites.Load() }
+func (c *Controller) StatusWrites() int64 { return c.statuses.writes.Load() }
 
 // QueueLen returns the number of objects waiting to be synced.
 func (c *Controller) QueueLen() int { return c.queue.Len() }

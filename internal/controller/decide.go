@@ -50,7 +50,7 @@ func (c *Controller) decide(keys []string, loaded map[string]uint64) (outcome, e
 		}
 		c.checkHealth(&out, key, pub)
 		c.mu.Lock()
-		for _, g := range c.index.Update(key, pub) {
+		for _, g := range c.book.index.Update(key, pub) {
 			if t, ok := groups[g]; !ok || t.IsZero() || !observed.IsZero() && observed.Before(t) {
 				groups[g] = observed
 			}
@@ -89,9 +89,9 @@ func (c *Controller) decide(keys []string, loaded map[string]uint64) (outcome, e
 	}
 	// What is told holds an entry for nearly every object: at a first pass
 	// the maps are sized once rather than grown table by table.
-	c.tellings.sizeFor(len(touched))
-	if len(c.endpoints) == 0 {
-		c.endpoints = make(map[string]endpointWatch, len(touched))
+	c.book.tellings.sizeFor(len(touched))
+	if len(c.book.endpoints) == 0 {
+		c.book.endpoints = make(map[string]endpointWatch, len(touched))
 	}
 	for s := range touched {
 		c.reportLocked(&out, s)
@@ -136,7 +136,7 @@ func (c *Controller) publication(key string) (*source.Publication, *corev1.Servi
 	kind, ns, name := k.Kind, k.Namespace, k.Name
 	switch kind {
 	case source.KindService:
-		svc, err := c.services.Services(ns).Get(name)
+		svc, err := c.caches.services.Services(ns).Get(name)
 		if apierrors.IsNotFound(err) {
 			return nil, nil, nil
 		} else if err != nil {
@@ -152,9 +152,9 @@ func (c *Controller) publication(key string) (*source.Publication, *corev1.Servi
 		if !c.cfg.Scope.Object(source.KindService, svc) {
 			return nil, nil, nil
 		}
-		return c.builder.Service(svc), svc, nil
+		return c.caches.builder.Service(svc), svc, nil
 	case source.KindIngress:
-		ing, err := c.ingresses.Ingresses(ns).Get(name)
+		ing, err := c.caches.ingresses.Ingresses(ns).Get(name)
 		if apierrors.IsNotFound(err) {
 			return nil, nil, nil
 		} else if err != nil {
@@ -163,7 +163,7 @@ func (c *Controller) publication(key string) (*source.Publication, *corev1.Servi
 		if !c.cfg.Scope.Ingress(ing) {
 			return nil, nil, nil
 		}
-		return c.builder.Ingress(ing), nil, nil
+		return c.caches.builder.Ingress(ing), nil, nil
 	}
 	if gk := c.gw.kindOf(kind); gk != nil {
 		pub, err := c.gatewayPublication(gk, ns+"/"+name)
@@ -175,7 +175,7 @@ func (c *Controller) publication(key string) (*source.Publication, *corev1.Servi
 // resolveLocked resolves one group, adds its records to out and adds to
 // touched the sources whose problems or published names may have changed.
 func (c *Controller) resolveLocked(out *outcome, g string, observed time.Time, touched map[string]bool) {
-	res := c.index.Resolve(g)
+	res := c.book.index.Resolve(g)
 	out.records = slices.Grow(out.records, len(res.Records))
 	for stored, records := range res.Records {
 		w := publish.Want{Records: records, Shared: res.Shared[stored], Observed: observed}
@@ -184,13 +184,13 @@ func (c *Controller) resolveLocked(out *outcome, g string, observed time.Time, t
 		}
 		c.setLocked(out, stored, w)
 	}
-	c.tellings.resolved(g, res.Problems, res.Granted, touched)
+	c.book.tellings.resolved(g, res.Problems, res.Granted, touched)
 }
 
 // reverseLocked adds to out the PTR records whose choice the groups resolved
 // since the last call changed.
 func (c *Controller) reverseLocked(out *outcome, observed time.Time) {
-	records, follows := c.index.Reverse()
+	records, follows := c.book.index.Reverse()
 	for name, recs := range records {
 		out.records = append(out.records, wanted{stored: name, want: publish.Want{Records: recs, Follows: follows[name], Observed: observed}})
 	}
@@ -199,9 +199,9 @@ func (c *Controller) reverseLocked(out *outcome, observed time.Time) {
 // tellPublishedLocked adds to out a Normal Event when the names or addresses an
 // object publishes change, so that kubectl describe shows what skylb did with it.
 func (c *Controller) tellPublishedLocked(out *outcome, src string, pub *source.Publication) {
-	names := c.tellings.names(src, c.index.GroupsOf(src))
+	names := c.book.tellings.names(src, c.book.index.GroupsOf(src))
 	if len(names) == 0 {
-		c.tellings.forgetPublished(src)
+		c.book.tellings.forgetPublished(src)
 		return
 	}
 	slices.Sort(names)
@@ -222,7 +222,7 @@ func (c *Controller) tellPublishedLocked(out *outcome, src string, pub *source.P
 		what = "no CNAME: spec.externalName is not a host name (see InvalidExternalName)"
 	}
 	msg := "published " + strings.Join(names, ", ") + ": " + what
-	if !c.tellings.published(src, msg) {
+	if !c.book.tellings.published(src, msg) {
 		return
 	}
 	if out.unchanged[src] {
@@ -235,16 +235,16 @@ func (c *Controller) tellPublishedLocked(out *outcome, src string, pub *source.P
 // reportLocked adds to out a Warning Event for each problem of an object not
 // told before.
 func (c *Controller) reportLocked(out *outcome, src string) {
-	pub := c.index.Publication(src)
+	pub := c.book.index.Publication(src)
 	if pub == nil {
-		c.tellings.forget(src)
-		delete(c.endpoints, src)
+		c.book.tellings.forget(src)
+		delete(c.book.endpoints, src)
 		return
 	}
 	c.tellPublishedLocked(out, src, pub)
 	current := c.holdNoEndpointsLocked(out, src, pub, slices.Clone(pub.Problems))
-	current = append(current, c.tellings.problems(src, c.index.GroupsOf(src))...)
-	for _, p := range c.tellings.report(src, current) {
+	current = append(current, c.book.tellings.problems(src, c.book.index.GroupsOf(src))...)
+	for _, p := range c.book.tellings.report(src, current) {
 		out.event(pub.Ref(), corev1.EventTypeWarning, p.Reason, p.Message)
 		c.cfg.Log.WithFields(logrus.Fields{"object": src, "reason": p.Reason}).Warn(p.Message)
 	}

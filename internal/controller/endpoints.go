@@ -44,11 +44,11 @@ func (w endpointWatch) next(hasAddresses, noEndpoints bool, now time.Time, grace
 // when it falls due.
 func (c *Controller) holdNoEndpointsLocked(out *outcome, src string, pub *source.Publication, problems []source.Problem) []source.Problem {
 	noEndpoints := slices.ContainsFunc(problems, isNoEndpoints)
-	w, tell, wait := c.endpoints[src].next(len(pub.Addresses) > 0 || len(pub.Targets) > 0, noEndpoints, time.Now(), c.cfg.NoEndpointsGrace)
+	w, tell, wait := c.book.endpoints[src].next(len(pub.Addresses) > 0 || len(pub.Targets) > 0, noEndpoints, time.Now(), c.cfg.NoEndpointsGrace)
 	if w == (endpointWatch{}) {
-		delete(c.endpoints, src)
+		delete(c.book.endpoints, src)
 	} else {
-		c.endpoints[src] = w
+		c.book.endpoints[src] = w
 	}
 	if !noEndpoints || tell {
 		return problems

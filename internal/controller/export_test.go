@@ -52,13 +52,13 @@ func (c *Controller) informerOf(obj runtime.Object) (cache.SharedIndexInformer, 
 	var set informerSet
 	switch obj.(type) {
 	case *corev1.Service:
-		set = c.informers.services
+		set = c.caches.informers.services
 	case *corev1.Node:
-		set = c.informers.nodes
+		set = c.caches.informers.nodes
 	case *discoveryv1.EndpointSlice:
-		set = c.informers.slices
+		set = c.caches.informers.slices
 	case *networkingv1.Ingress:
-		set = c.informers.ingresses
+		set = c.caches.informers.ingresses
 	default:
 		return nil, fmt.Errorf("no informer for a %T", obj)
 	}

@@ -41,7 +41,7 @@ func (c *Controller) finalizerChange(svc *corev1.Service, pub *source.Publicatio
 	if takes || !hasFinalizer(svc) {
 		return takes != hasFinalizer(svc)
 	}
-	return svc.Spec.Type != corev1.ServiceTypeLoadBalancer || c.builder.Implements(svc)
+	return svc.Spec.Type != corev1.ServiceTypeLoadBalancer || c.caches.builder.Implements(svc)
 }
 
 // finalizerPatch is the strategic merge patch that adds or removes skylb's

@@ -182,7 +182,7 @@ func (c *Controller) setupGateway() {
 		if err := k.informers.addIndexers(cache.Indexers{byParent: parentIndex(k.route)}); err != nil {
 			panic(fmt.Sprintf("add %s index: %v", k.kind, err))
 		}
-		// Not in c.synced: these informers run only once discovery finds
+		// Not in c.caches.synced: these informers run only once discovery finds
 		// their resources (see startServed).
 		c.handle(k.informers, k.kind)
 	}
@@ -289,7 +289,7 @@ func (c *Controller) gatewayPublication(k *gatewayKind, key string) (*source.Pub
 		if !sc.Object(source.KindGateway, gw) || !sc.GatewayClass(string(gw.Spec.GatewayClassName)) {
 			return nil, nil
 		}
-		return c.builder.Gateway(gw), nil
+		return c.caches.builder.Gateway(gw), nil
 	}
 	r, ok := k.route(obj)
 	if !ok {
@@ -298,7 +298,7 @@ func (c *Controller) gatewayPublication(k *gatewayKind, key string) (*source.Pub
 	if !sc.Object(k.kind, r.Meta) || !c.attachedInClass(k, obj) {
 		return nil, nil
 	}
-	return c.builder.Route(r), nil
+	return c.caches.builder.Route(r), nil
 }
 
 // attachedInClass reports whether a cached route names a Gateway of the

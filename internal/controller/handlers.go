@@ -63,7 +63,7 @@ func (c *Controller) handle(inf informerSet, kind string) cache.InformerSynced {
 // besides the Service itself: the Ingresses when it is the ingress
 // controller's, and the Gateways it implements with their routes.
 func (c *Controller) serviceChanged(obj any, key string) {
-	if key == c.builder.IngressService() {
+	if key == c.caches.builder.IngressService() {
 		c.enqueueAll(source.KindIngress)
 	}
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -86,7 +86,7 @@ func (c *Controller) handleSlices(inf informerSet) {
 		if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
 			key := s.Namespace + "/" + name
 			c.enqueue(source.KindService + "/" + key)
-			svc, _ := c.services.Services(s.Namespace).Get(name)
+			svc, _ := c.caches.services.Services(s.Namespace).Get(name)
 			c.serviceChanged(svc, key)
 		}
 	}
@@ -98,7 +98,7 @@ func (c *Controller) handleSlices(inf informerSet) {
 	if err != nil {
 		panic(fmt.Sprintf("add EndpointSlice event handler: %v", err))
 	}
-	c.synced = append(c.synced, synced)
+	c.caches.synced = append(c.caches.synced, synced)
 }
 
 // handleNodes enqueues every Service when a node changes in a way that changes
@@ -120,7 +120,7 @@ func (c *Controller) handleNodes(inf informerSet) {
 	if err != nil {
 		panic(fmt.Sprintf("add Node event handler: %v", err))
 	}
-	c.synced = append(c.synced, synced)
+	c.caches.synced = append(c.caches.synced, synced)
 }
 
 // enqueueAddressUsers enqueues every object whose addresses may come from
@@ -134,7 +134,7 @@ func (c *Controller) enqueueAddressUsers() {
 
 // enqueue adds a key to the queue and remembers when its change was first seen.
 func (c *Controller) enqueue(key string) {
-	if !c.started.Load() {
+	if !c.phase.started.Load() {
 		return
 	}
 	c.observed.see(key)
@@ -174,14 +174,14 @@ func (o *observations) take(key string) time.Time {
 func (c *Controller) enqueueAll(kind string) {
 	switch kind {
 	case source.KindService:
-		svcs, _ := c.services.List(labels.Everything())
+		svcs, _ := c.caches.services.List(labels.Everything())
 		for _, s := range svcs {
 			if s.Spec.Type == corev1.ServiceTypeLoadBalancer || len(s.Status.LoadBalancer.Ingress) > 0 {
 				c.enqueue(source.KindService + "/" + s.Namespace + "/" + s.Name)
 			}
 		}
 	case source.KindIngress:
-		ings, _ := c.ingresses.List(labels.Everything())
+		ings, _ := c.caches.ingresses.List(labels.Everything())
 		for _, i := range ings {
 			c.enqueue(source.KindIngress + "/" + i.Namespace + "/" + i.Name)
 		}

@@ -15,10 +15,10 @@ import (
 // RunHealth probes the addresses objects ask to be checked until ctx ends.
 // Only the leader runs it; followers publish nothing and assume every address
 // healthy.
-func (c *Controller) RunHealth(ctx context.Context) { c.prober.Run(ctx) }
+func (c *Controller) RunHealth(ctx context.Context) { c.health.prober.Run(ctx) }
 
 // HealthStates returns the state of every probed target.
-func (c *Controller) HealthStates() map[health.Target]bool { return c.prober.States() }
+func (c *Controller) HealthStates() map[health.Target]bool { return c.health.prober.States() }
 
 // checkHealth adds to out the addresses of pub to probe and keeps those to
 // publish: the healthy ones (all of them when none is), or one in exclusive
@@ -37,7 +37,7 @@ func (c *Controller) checkHealth(out *outcome, src string, pub *source.Publicati
 	healthy := func(a netip.Addr) bool {
 		for _, t := range targets {
 			if t.Addr == a {
-				return c.prober.Healthy(t)
+				return c.health.prober.Healthy(t)
 			}
 		}
 		return true
@@ -55,10 +55,12 @@ func (c *Controller) checkHealth(out *outcome, src string, pub *source.Publicati
 	}
 }
 
-// healthChoices are what health checking chose for each object (by source):
-// the address exclusive mode publishes, and whether it publishes all its
-// addresses, none being healthy.
+// healthChoices are the prober and what health checking chose for each
+// object (by source): the address exclusive mode publishes, and whether it
+// publishes all its addresses, none being healthy.
 type healthChoices struct {
+	prober *health.Prober // set by New; it calls healthChanged
+
 	mu       sync.Mutex
 	chosen   map[string]netip.Addr
 	failOpen map[string]bool
@@ -110,7 +112,7 @@ func (c *Controller) healthChanged(ch health.Change) {
 	c.decideLocked(func(out *outcome) {
 		for _, src := range ch.Sources {
 			c.cfg.Log.WithFields(logrus.Fields{"object": src, "address": ch.Target.String(), "healthy": ch.Healthy}).Info("health changed")
-			if pub := c.index.Publication(src); pub != nil {
+			if pub := c.book.index.Publication(src); pub != nil {
 				out.event(pub.Ref(), kind, reason, "address "+ch.Target.String()+" "+verb)
 			}
 			out.requeue = append(out.requeue, requeue{key: src})

@@ -230,7 +230,7 @@ func serviceNamespaces(sc scope.Scope, ingressService string) []string {
 func (c *Controller) runInformers(ctx context.Context) (stop func()) {
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(ctx)
-	for _, s := range c.informers.all() {
+	for _, s := range c.caches.informers.all() {
 		s.run(ctx, &wg)
 	}
 	return func() {

@@ -88,14 +88,14 @@ func (c *Controller) decideLocked(f func(out *outcome)) {
 func (c *Controller) apply(out outcome) {
 	c.order.hand(out.seq, out.records, c.pub.Set)
 	for _, p := range out.probes {
-		c.prober.Want(p.source, p.targets)
+		c.health.prober.Want(p.source, p.targets)
 	}
 	for _, e := range out.events {
 		c.event(e.ref, e.kind, e.reason, e.message)
 	}
 	if len(out.status) > 0 && c.cfg.Leading() {
 		for _, s := range out.status {
-			c.statusQueue.Add(s.service)
+			c.statuses.queue.Add(s.service)
 		}
 	}
 	for _, r := range out.requeue {

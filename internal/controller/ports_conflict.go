@@ -21,7 +21,7 @@ func (c *Controller) portIndex(obj any) ([]string, error) {
 	if !ok || !c.cfg.Scope.Object(source.KindService, svc) {
 		return nil, nil
 	}
-	return c.builder.PortKeys(svc), nil
+	return c.caches.builder.PortKeys(svc), nil
 }
 
 // portUsers returns source.Listers.PortUsers over the Services' indexer.
@@ -47,7 +47,7 @@ func portUsers(ix cache.Indexer) func(key string) []*corev1.Service {
 // Until the caches have synced, the first full pass, which syncs every
 // Service after them, is left to.
 func (c *Controller) portsChanged(old, cur any) {
-	if !c.cachesSynced.Load() {
+	if !c.phase.cachesSynced.Load() {
 		return
 	}
 	keysOf := func(obj any) []string {
@@ -68,7 +68,7 @@ func (c *Controller) portsChanged(old, cur any) {
 	// Whether a Service is refused depends on whether the older Services
 	// sharing its ports are: the change runs along shared ports, as far as
 	// the builder follows it.
-	users := portUsers(c.informers.services.indexer())
+	users := portUsers(c.caches.informers.services.indexer())
 	keys, seen := append(before, after...), map[string]bool{}
 	for range source.PortConflictDepth + 1 {
 		var next []string

@@ -53,7 +53,7 @@ func (c *Controller) writeStatus(ctx context.Context, cached *corev1.Service, wa
 		return fmt.Errorf("update status of service %s/%s: %w", cached.Namespace, cached.Name, err)
 	}
 	list := describeStatus(want)
-	c.statusWrites.Add(1)
+	c.statuses.writes.Add(1)
 	c.recorder.Eventf(cached, corev1.EventTypeNormal, source.ReasonAddressesChanged, "load balancer ingress set to %s", list)
 	c.cfg.Log.WithFields(logrus.Fields{"service": cached.Namespace + "/" + cached.Name, "ingress": list}).Info("service status updated")
 	return nil
@@ -127,7 +127,7 @@ func (c *Controller) statusOf(out *outcome, svc *corev1.Service, pub *source.Pub
 			return
 		}
 		want = pub.Status
-	case pub != nil || !c.builder.StaleStatus(svc):
+	case pub != nil || !c.caches.builder.StaleStatus(svc):
 		return
 	}
 	out.status = append(out.status, status{service: svc.Namespace + "/" + svc.Name, ingress: want})
@@ -140,14 +140,14 @@ func (c *Controller) syncStatus(ctx context.Context, key string) error {
 		return nil
 	}
 	ns, name, _ := strings.Cut(key, "/")
-	svc, err := c.services.Services(ns).Get(name)
+	svc, err := c.caches.services.Services(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil
 	} else if err != nil {
 		return err
 	}
 	c.mu.Lock()
-	pub := c.index.Publication(source.KindService + "/" + key)
+	pub := c.book.index.Publication(source.KindService + "/" + key)
 	c.mu.Unlock()
 	if pub != nil && pub.WriteStatus && svc.DeletionTimestamp == nil {
 		// The status first, then the finalizer: the other order would
@@ -164,7 +164,7 @@ func (c *Controller) syncStatus(ctx context.Context, key string) error {
 		}
 		return nil
 	}
-	if pub == nil && c.builder.StaleStatus(svc) {
+	if pub == nil && c.caches.builder.StaleStatus(svc) {
 		if err := c.writeStatus(ctx, svc, nil); err != nil {
 			return err
 		}
@@ -182,24 +182,24 @@ func (c *Controller) runStatusWorker(ctx context.Context) {
 
 // processNextStatus writes one queued status; a failure is retried with backoff.
 func (c *Controller) processNextStatus(ctx context.Context) bool {
-	key, shutdown := c.statusQueue.Get()
+	key, shutdown := c.statuses.queue.Get()
 	if shutdown {
 		return false
 	}
-	defer c.statusQueue.Done(key)
+	defer c.statuses.queue.Done(key)
 	if err := c.syncStatus(ctx, key); err != nil {
 		c.cfg.Log.WithError(err).WithField("service", key).Warn("status write failed; will retry")
-		c.statusQueue.AddRateLimited(key)
+		c.statuses.queue.AddRateLimited(key)
 		return true
 	}
-	c.statusQueue.Forget(key)
+	c.statuses.queue.Forget(key)
 	return true
 }
 
 // drainStatus writes the queued status until the queue is empty or ctx ends;
 // writes that fail stay queued for the workers.
 func (c *Controller) drainStatus(ctx context.Context) {
-	for ctx.Err() == nil && c.statusQueue.Len() > 0 {
+	for ctx.Err() == nil && c.statuses.queue.Len() > 0 {
 		if !c.processNextStatus(ctx) {
 			return
 		}

@@ -132,7 +132,7 @@ func (c *Controller) handleNameservers(svcs, slices_, nodes informerSet) {
 				if sel.Matches(labels.Set(o.Labels)) {
 					return true
 				}
-				if svc, err := c.services.Services(o.Namespace).Get(name); err == nil && sel.Matches(labels.Set(svc.Labels)) {
+				if svc, err := c.caches.services.Services(o.Namespace).Get(name); err == nil && sel.Matches(labels.Set(svc.Labels)) {
 					return true
 				}
 			}
@@ -194,7 +194,7 @@ func (c *Controller) syncZones(ctx context.Context) {
 	observed := c.observed.take(zoneKey)
 	var found, refused []netip.Addr
 	if z.cfg.NameserverSelector != nil {
-		found, refused = c.builder.NameserverAddresses(z.cfg.NameserverSelector)
+		found, refused = c.caches.builder.NameserverAddresses(z.cfg.NameserverSelector)
 	}
 	ns := zone.Assign(z.cfg.Nameservers, found)
 
