@@ -62,10 +62,10 @@ func keyConds(guards []keyCond, cmps []clientv3.Cmp) []clientv3.Cmp {
 // key is occupied by another writer, or this cluster does not publish the
 // name its records follow.
 func (p *Publisher) heldLocked(stored string) bool {
-	if p.occupied[stored] {
+	if p.follow.occupied[stored] {
 		return true
 	}
-	follows := p.follows[stored]
+	follows := p.follow.follows[stored]
 	if follows == "" || !p.claiming() {
 		return false
 	}
@@ -75,26 +75,26 @@ func (p *Publisher) heldLocked(stored string) bool {
 
 // followLocked records the name stored follows; empty for none.
 func (p *Publisher) followLocked(stored, follows string) {
-	was := p.follows[stored]
+	was := p.follow.follows[stored]
 	if was == follows {
 		return
 	}
 	if was != "" {
-		if set := p.followers[was]; set != nil {
+		if set := p.follow.followers[was]; set != nil {
 			delete(set, stored)
 			if len(set) == 0 {
-				delete(p.followers, was)
+				delete(p.follow.followers, was)
 			}
 		}
 	}
 	if follows == "" {
-		delete(p.follows, stored)
+		delete(p.follow.follows, stored)
 	} else {
-		p.follows[stored] = follows
-		if p.followers[follows] == nil {
-			p.followers[follows] = make(nameSet)
+		p.follow.follows[stored] = follows
+		if p.follow.followers[follows] == nil {
+			p.follow.followers[follows] = make(nameSet)
 		}
-		p.followers[follows][stored] = struct{}{}
+		p.follow.followers[follows][stored] = struct{}{}
 	}
 }
 
@@ -104,7 +104,7 @@ func (p *Publisher) followersLastLocked(names []string) []string {
 	var following []string
 	kept := names[:0]
 	for _, stored := range names {
-		if p.follows[stored] != "" {
+		if p.follow.follows[stored] != "" {
 			following = append(following, stored)
 		} else {
 			kept = append(kept, stored)
@@ -116,23 +116,23 @@ func (p *Publisher) followersLastLocked(names []string) []string {
 // refollowLocked queues the names following stored for the flush under way,
 // after the decision on stored changed.
 func (p *Publisher) refollowLocked(stored string) {
-	for f := range p.followers[stored] {
-		p.refollow = append(p.refollow, f)
+	for f := range p.follow.followers[stored] {
+		p.follow.refollow = append(p.follow.refollow, f)
 	}
 }
 
 // occupyLocked records whether the key of a name stored at its name holds a
 // value that is not this cluster's, and marks the name when that changes.
 func (p *Publisher) occupyLocked(stored string, occupied bool) {
-	if p.occupied[stored] == occupied {
+	if p.follow.occupied[stored] == occupied {
 		return
 	}
 	if occupied {
-		p.occupied[stored] = true
+		p.follow.occupied[stored] = true
 	} else {
-		delete(p.occupied, stored)
+		delete(p.follow.occupied, stored)
 	}
-	n := p.names[stored]
+	n := p.view.names[stored]
 	if n == nil {
 		return
 	}

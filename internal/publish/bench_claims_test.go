@@ -23,7 +23,7 @@ func BenchmarkDecideClaimed(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		p.mu.Lock()
-		for stored := range p.names {
+		for stored := range p.view.names {
 			if _, ok := p.diffLocked(stored, false); !ok {
 				b.Fatalf("no change for %s", stored)
 			}
@@ -37,7 +37,7 @@ func BenchmarkDecideClaimed(b *testing.B) {
 func BenchmarkResyncClaimed(b *testing.B) {
 	p := claimedNames()
 	p.mu.Lock()
-	for stored, n := range p.names {
+	for stored, n := range p.view.names {
 		for _, w := range p.wants(stored, n.records) {
 			n.put(entry{key: p.relKey(stored, w.key), sum: digestOf(w.value), host: w.host, modRev: 1}, "")
 		}
@@ -47,7 +47,7 @@ func BenchmarkResyncClaimed(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		p.mu.Lock()
-		for stored := range p.names {
+		for stored := range p.view.names {
 			if _, ok := p.diffLocked(stored, false); ok {
 				b.Fatalf("a change for %s", stored)
 			}

@@ -39,7 +39,7 @@ func BenchmarkDiff(b *testing.B) {
 			p := New(nil, Config{Prefix: "/skydns", Owner: "bench", Log: quiet()})
 			p.Set("web.shop.example.org", Want{Records: records("web.shop.example.org", n)})
 			// The view holds all but the last record.
-			nm := p.names["web.shop.example.org"]
+			nm := p.view.names["web.shop.example.org"]
 			for _, w := range p.wants("web.shop.example.org", nm.records)[:n-1] {
 				nm.put(entry{key: p.relKey("web.shop.example.org", w.key), sum: digestOf(w.value), host: w.host, modRev: 1}, "")
 			}

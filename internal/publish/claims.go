@@ -81,16 +81,16 @@ func (p *Publisher) encodeShared(m arbitrate.Member) []byte {
 }
 
 // claiming reports whether names are claimed.
-func (p *Publisher) claiming() bool { return p.claimDir != "" }
+func (p *Publisher) claiming() bool { return p.clusters.claimDir != "" }
 
 // claimKey returns the key of owner's claim on stored.
 func (p *Publisher) claimKey(stored, owner string) string {
-	return p.claimDir + stored + "/" + owner
+	return p.clusters.claimDir + stored + "/" + owner
 }
 
 // splitClaimKey returns the stored name and the owner of a claim key.
 func (p *Publisher) splitClaimKey(key string) (stored, owner string, ok bool) {
-	rest, ok := strings.CutPrefix(key, p.claimDir)
+	rest, ok := strings.CutPrefix(key, p.clusters.claimDir)
 	if !ok {
 		return "", "", false
 	}
@@ -107,7 +107,7 @@ func (p *Publisher) splitClaimKey(key string) (stored, owner string, ok bool) {
 func (p *Publisher) claimFromKV(owner string, kv *mvccpb.KeyValue) claimEntry {
 	e := claimEntry{owner: owner, value: kv.Value, created: kv.CreateRevision, modRev: kv.ModRevision, lease: kv.Lease}
 	if p.ownUnshared(owner, kv.Value) {
-		e.value = p.claimValues[0] // one copy for every name, not one each
+		e.value = p.clusters.claimValues[0] // one copy for every name, not one each
 	} else {
 		e.shared, e.share = arbitrate.DecodeClaim(owner, kv.Value)
 	}
@@ -125,7 +125,7 @@ func (p *Publisher) decodeClaim(owner string, value []byte) (shared bool, share 
 
 // ownUnshared reports whether owner's claim value is this cluster's unshared one.
 func (p *Publisher) ownUnshared(owner string, value []byte) bool {
-	return owner == p.cfg.Owner && bytes.Equal(value, p.claimValues[0])
+	return owner == p.cfg.Owner && bytes.Equal(value, p.clusters.claimValues[0])
 }
 
 // ownClaimValues returns the values of owner's claim, unshared and shared.
@@ -138,17 +138,17 @@ func ownClaimValues(owner string) [2][]byte {
 // them.
 func (p *Publisher) encodeClaim(shared bool) []byte {
 	if shared {
-		return p.claimValues[1]
+		return p.clusters.claimValues[1]
 	}
-	return p.claimValues[0]
+	return p.clusters.claimValues[0]
 }
 
 // putClaimLocked records a claim in the view, replacing the owner's previous one.
 func (p *Publisher) putClaimLocked(stored string, e claimEntry) {
-	n := p.names[stored]
+	n := p.view.names[stored]
 	if n == nil {
 		n = newName(stored)
-		p.names[stored] = n
+		p.view.names[stored] = n
 	}
 	i, found := slices.BinarySearchFunc(n.claims, e.owner, cmpOwner)
 	if found {
@@ -162,7 +162,7 @@ func (p *Publisher) putClaimLocked(stored string, e claimEntry) {
 
 // claimsLocked returns the claims on stored, sorted by owner.
 func (p *Publisher) claimsLocked(stored string) []claimEntry {
-	if n := p.names[stored]; n != nil {
+	if n := p.view.names[stored]; n != nil {
 		return n.claims
 	}
 	return nil
@@ -170,7 +170,7 @@ func (p *Publisher) claimsLocked(stored string) []claimEntry {
 
 // removeClaimLocked drops owner's claim on stored from the view.
 func (p *Publisher) removeClaimLocked(stored, owner string) {
-	n := p.names[stored]
+	n := p.view.names[stored]
 	if n == nil {
 		return
 	}
@@ -193,7 +193,7 @@ func (p *Publisher) ownClaimLocked(stored string) *claimEntry {
 
 // claimOfLocked returns owner's claim on stored, or nil.
 func (p *Publisher) claimOfLocked(stored, owner string) *claimEntry {
-	if n := p.names[stored]; n != nil {
+	if n := p.view.names[stored]; n != nil {
 		return n.claimOf(owner)
 	}
 	return nil
@@ -241,7 +241,7 @@ func (p *Publisher) claimLocked(n *name, c *change, held bool) bool {
 		self.Serving = false
 		value = p.encodeShared(self)
 	}
-	if own == nil || !bytes.Equal(own.value, value) || own.lease != p.leases[n.shard] {
+	if own == nil || !bytes.Equal(own.value, value) || own.lease != p.lease.ids[n.shard] {
 		c.claimPut = value
 	}
 	if !d.Granted {
@@ -249,7 +249,7 @@ func (p *Publisher) claimLocked(n *name, c *change, held bool) bool {
 	}
 	if own == nil {
 		// Nobody may have claimed the name since the claims were read.
-		c.claimsRev = p.claimsRev
+		c.claimsRev = p.clusters.claimsRev
 	}
 	ownCreated := int64(1<<63 - 1)
 	if own != nil && own.created != 0 {
@@ -277,12 +277,12 @@ func (p *Publisher) rankOlderLocked(c *change, stored string, ownCreated int64) 
 // of a cluster is granted, and a map entry for each took 5 MiB of the heap at
 // 32,000 names.
 func (p *Publisher) tellLocked(stored string, d *arbitrate.Decision) {
-	n := p.names[stored]
+	n := p.view.names[stored]
 	old, had := p.verdictLocked(stored)
 	if d == nil {
 		if had {
 			p.refollowLocked(stored)
-			delete(p.verdicts, stored)
+			delete(p.clusters.verdicts, stored)
 			if n != nil {
 				n.granted = false
 			}
@@ -306,26 +306,26 @@ func (p *Publisher) tellLocked(stored string, d *arbitrate.Decision) {
 		p.count.refused.Add(1)
 	}
 	if d.Granted && n != nil {
-		delete(p.verdicts, stored)
+		delete(p.clusters.verdicts, stored)
 		n.granted = true
 	} else {
-		p.verdicts[stored] = *d
+		p.clusters.verdicts[stored] = *d
 		if n != nil {
 			n.granted = false
 		}
 	}
 	if p.cfg.OnClaim != nil && (had || !d.Granted) {
-		p.pending = append(p.pending, toldDecision{stored: stored, Decision: *d})
+		p.clusters.pending = append(p.clusters.pending, toldDecision{stored: stored, Decision: *d})
 	}
 }
 
 // verdictLocked returns the last decision on a name's claim, and false when
 // none was made or it is no longer claimed.
 func (p *Publisher) verdictLocked(stored string) (arbitrate.Decision, bool) {
-	if n := p.names[stored]; n != nil && n.granted {
+	if n := p.view.names[stored]; n != nil && n.granted {
 		return arbitrate.Decision{Granted: true}, true
 	}
-	d, ok := p.verdicts[stored]
+	d, ok := p.clusters.verdicts[stored]
 	return d, ok
 }
 
@@ -337,7 +337,7 @@ type toldDecision struct {
 
 // tellPending calls OnClaim for the decisions made since the last call.
 func (p *Publisher) tellPending() {
-	for _, t := range takeLocked(&p.mu, &p.pending) {
+	for _, t := range takeLocked(&p.mu, &p.clusters.pending) {
 		p.cfg.OnClaim(t.stored, t.Decision)
 	}
 }
@@ -354,7 +354,7 @@ func takeLocked[T any](mu *sync.Mutex, queue *[]T) []T {
 // loadClaims lists the claims at revision rev.
 func (p *Publisher) loadClaims(ctx context.Context, rev int64) (map[string][]claimEntry, error) {
 	claims := make(map[string][]claimEntry)
-	_, err := p.listAt(ctx, p.claimDir, rev, func(kv *mvccpb.KeyValue) {
+	_, err := p.listAt(ctx, p.clusters.claimDir, rev, func(kv *mvccpb.KeyValue) {
 		stored, owner, ok := p.splitClaimKey(string(kv.Key))
 		if !ok {
 			return
@@ -385,19 +385,19 @@ func (p *Publisher) applyClaims(events []*clientv3.Event, rev int64) {
 		} else {
 			// Another cluster's leased claim gone: the records it held
 			// may be left behind (sweep.go).
-			if e := p.claimOfLocked(stored, owner); e != nil && e.lease != 0 && owner != p.cfg.Owner && p.active && !p.cfg.DryRun {
+			if e := p.claimOfLocked(stored, owner); e != nil && e.lease != 0 && owner != p.cfg.Owner && p.work.active && !p.cfg.DryRun {
 				p.sweeper.add(stored, owner)
 			}
 			p.removeClaimLocked(stored, owner)
 		}
 		// A name held only for other clusters' claims is marked once the
 		// last of them goes, and dropped.
-		if n := p.names[stored]; n != nil && (owner == p.cfg.Owner || !n.othersOnly(p.cfg.Owner)) && !p.echoLocked(ev) {
+		if n := p.view.names[stored]; n != nil && (owner == p.cfg.Owner || !n.othersOnly(p.cfg.Owner)) && !p.echoLocked(ev) {
 			p.markLocked(stored)
 		}
 		if owner != p.cfg.Owner {
 			p.markNestedLocked(stored)
 		}
 	}
-	p.claimsRev = max(p.claimsRev, rev)
+	p.clusters.claimsRev = max(p.clusters.claimsRev, rev)
 }

@@ -22,15 +22,15 @@ func (p *Publisher) sendLocked(batch []change) []string {
 		c := &batch[i]
 		if c.claimPut != nil || c.claimDel {
 			key := p.claimKey(c.name, p.cfg.Owner)
-			p.sending[key] = sent{value: c.claimPut, lease: c.lease}
+			p.work.sending[key] = sent{value: c.claimPut, lease: c.lease}
 			keys = append(keys, key)
 		}
 		for _, w := range c.puts {
-			p.sending[w.key] = sent{value: w.value, lease: c.recordLease}
+			p.work.sending[w.key] = sent{value: w.value, lease: c.recordLease}
 			keys = append(keys, w.key)
 		}
 		for _, key := range c.dels {
-			p.sending[key] = sent{}
+			p.work.sending[key] = sent{}
 			keys = append(keys, key)
 		}
 	}
@@ -39,7 +39,7 @@ func (p *Publisher) sendLocked(batch []change) []string {
 
 func (p *Publisher) unsendLocked(keys []string) {
 	for _, key := range keys {
-		delete(p.sending, key)
+		delete(p.work.sending, key)
 	}
 }
 
@@ -50,7 +50,7 @@ func (p *Publisher) unsendLocked(keys []string) {
 // first flush had marked nearly half the names again, for a second flush that
 // wrote nothing.
 func (p *Publisher) echoLocked(ev *clientv3.Event) bool {
-	s, ok := p.sending[string(ev.Kv.Key)]
+	s, ok := p.work.sending[string(ev.Kv.Key)]
 	if !ok {
 		return false
 	}

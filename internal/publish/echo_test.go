@@ -49,21 +49,21 @@ func TestEchoOfTransactionUnderWay(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := New(nil, Config{Prefix: "/skydns", Owner: owner, ClaimPrefix: "/skylb/claims", Log: quiet()})
 			p.apply(tt.before, 4)
-			clear(p.dirty)
+			clear(p.work.dirty)
 			keys := p.sendLocked(batch)
 			if tt.claims {
 				p.applyClaims(tt.events, 5)
 			} else {
 				p.apply(tt.events, 5)
 			}
-			if _, marked := p.dirty["web.example.org"]; marked != tt.marked {
+			if _, marked := p.work.dirty["web.example.org"]; marked != tt.marked {
 				t.Errorf("web.example.org marked = %t, want %t", marked, tt.marked)
 			}
-			if _, marked := p.dirty["old.example.org"]; marked {
+			if _, marked := p.work.dirty["old.example.org"]; marked {
 				t.Error("old.example.org marked by the delete under way")
 			}
 			if ev := tt.events[len(tt.events)-1]; string(ev.Kv.Key) == key && ev.Type == mvccpb.PUT {
-				if n := p.names["web.example.org"]; n == nil || n.find(p.relKey("web.example.org", key)) == nil {
+				if n := p.view.names["web.example.org"]; n == nil || n.find(p.relKey("web.example.org", key)) == nil {
 					t.Errorf("the change is not recorded in the view: %+v", n)
 				}
 			}
@@ -71,8 +71,8 @@ func TestEchoOfTransactionUnderWay(t *testing.T) {
 				t.Error("the claim is not recorded in the view")
 			}
 			p.unsendLocked(keys)
-			if len(p.sending) != 0 {
-				t.Errorf("keys left under way after the batch: %v", p.sending)
+			if len(p.work.sending) != 0 {
+				t.Errorf("keys left under way after the batch: %v", p.work.sending)
 			}
 		})
 	}

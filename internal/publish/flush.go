@@ -22,7 +22,7 @@ func (p *Publisher) flushLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-p.wake:
+		case <-p.work.wake:
 		}
 		err := p.flush(ctx)
 		switch {
@@ -127,7 +127,7 @@ func (p *Publisher) ops(c *change, ops []clientv3.Op, cmps []clientv3.Cmp) ([]cl
 		ops = append(ops, clientv3.OpDelete(key))
 	}
 	if c.claimsRev != 0 {
-		prefix := p.claimDir + c.name + "/"
+		prefix := p.clusters.claimDir + c.name + "/"
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(prefix), "<", c.claimsRev+1).WithPrefix())
 	}
 	for _, r := range c.ranked {
@@ -139,16 +139,16 @@ func (p *Publisher) ops(c *change, ops []clientv3.Op, cmps []clientv3.Cmp) ([]cl
 // flush writes every dirty name. Names whose writes fail stay dirty.
 func (p *Publisher) flush(ctx context.Context) error {
 	p.mu.Lock()
-	if !p.loaded || !p.complete || !p.active || p.awaitingLeaseLocked() {
+	if !p.view.loaded || !p.view.complete || !p.work.active || p.awaitingLeaseLocked() {
 		p.mu.Unlock()
 		return nil
 	}
-	if len(p.dirty) == 0 {
+	if len(p.work.dirty) == 0 {
 		p.count.synced(time.Now())
 		p.mu.Unlock()
 		return nil
 	}
-	p.flushing = true
+	p.work.flushing = true
 	q := p.takeDirtyLocked()
 	p.mu.Unlock()
 
@@ -162,14 +162,14 @@ func (p *Publisher) flush(ctx context.Context) error {
 		p.tellShares()
 	}
 	p.mu.Lock()
-	p.flushing = false
+	p.work.flushing = false
 	if failed == nil {
 		p.count.synced(time.Now())
 	}
-	if len(p.dirty) > 0 && failed == nil {
+	if len(p.work.dirty) > 0 && failed == nil {
 		p.poke()
 	}
-	p.idle.Broadcast()
+	p.work.idle.Broadcast()
 	p.mu.Unlock()
 	return failed
 }
@@ -247,11 +247,11 @@ func (p *Publisher) requeueLocked(batch []change) {
 // markAgainLocked marks a name a flush did not write dirty again: by a
 // change (event) seen at observed, or by a full reconciliation.
 func (p *Publisher) markAgainLocked(stored string, event bool, observed time.Time) {
-	if _, ok := p.dirty[stored]; !ok {
-		p.dirty[stored] = event
+	if _, ok := p.work.dirty[stored]; !ok {
+		p.work.dirty[stored] = event
 	}
-	if _, ok := p.since[stored]; !ok && !observed.IsZero() {
-		p.since[stored] = observed
+	if _, ok := p.work.since[stored]; !ok && !observed.IsZero() {
+		p.work.since[stored] = observed
 	}
 }
 
@@ -279,11 +279,11 @@ func compareFromRight(a, b string) int {
 // diffLocked computes the change of one name, marked by a change (event) or by
 // a full reconciliation, dropping names that need nothing.
 func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
-	n := p.names[stored]
+	n := p.view.names[stored]
 	if n == nil {
 		return change{}, false
 	}
-	c := change{name: stored, event: event, lease: p.leases[n.shard]}
+	c := change{name: stored, event: event, lease: p.lease.ids[n.shard]}
 	held := p.heldLocked(stored)
 	base := p.keyBase(stored)
 	var wants []want
@@ -314,7 +314,7 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 	if ops, _ := c.counts(); ops == 0 {
 		if n.records == nil && len(n.actual) == 0 && len(n.claims) == 0 {
 			p.followLocked(stored, "")
-			delete(p.names, stored)
+			delete(p.view.names, stored)
 		}
 		return change{}, false
 	}
@@ -395,7 +395,7 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 // run) in the view and the claims, and counts it.
 func (p *Publisher) committedLocked(batch []change, rev int64) {
 	for _, c := range batch {
-		n := p.names[c.name]
+		n := p.view.names[c.name]
 		for _, w := range c.puts {
 			n.put(entry{key: p.relKey(c.name, w.key), sum: digestOf(w.value), host: w.host, modRev: rev, lease: c.recordLease}, "")
 		}
@@ -420,7 +420,7 @@ func (p *Publisher) committedLocked(batch []change, rev int64) {
 		}
 		for _, key := range c.dels {
 			rel := n.put(entry{key: p.relKey(c.name, key), modRev: rev, deleted: true}, "")
-			p.tombs = append(p.tombs, tomb{name: c.name, key: rel, rev: rev})
+			p.view.tombs = append(p.view.tombs, tomb{name: c.name, key: rel, rev: rev})
 		}
 		switch c.handover {
 		case 1:

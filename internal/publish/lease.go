@@ -12,10 +12,10 @@ import (
 
 // leaseState is the leases a Publisher writes the records with.
 type leaseState struct {
-	// leases are the leases the keys are written with, by shard: 0 without
+	// ids are the leases the keys are written with, by shard: 0 without
 	// RecordExpiry, and while a shard holds none.
-	leases    [leaseShards]int64
-	leaseWake [leaseShards]chan struct{} // wakes a shard's lease loop
+	ids  [leaseShards]int64
+	wake [leaseShards]chan struct{} // wakes a shard's lease loop
 }
 
 // With Config.RecordExpiry, the Publisher's claims are attached to an etcd
@@ -74,7 +74,7 @@ func (p *Publisher) awaitingLeaseLocked() bool {
 	if p.cfg.RecordExpiry == 0 || p.cfg.DryRun {
 		return false
 	}
-	for _, id := range p.leases {
+	for _, id := range p.lease.ids {
 		if id == 0 {
 			return true
 		}
@@ -99,13 +99,13 @@ func (p *Publisher) leaseLoop(ctx context.Context, shard int) {
 			// Not loaded yet, or not active: wait for either.
 			select {
 			case <-ctx.Done():
-			case <-p.leaseWake[shard]:
+			case <-p.lease.wake[shard]:
 			}
 			continue
 		}
 		bo.reset()
 		p.mu.Lock()
-		p.leases[shard] = id
+		p.lease.ids[shard] = id
 		p.markShardLocked(shard)
 		p.mu.Unlock()
 
@@ -116,8 +116,8 @@ func (p *Publisher) leaseLoop(ctx context.Context, shard int) {
 		p.count.leasesLost.Add(1)
 		p.cfg.Log.WithFields(logrus.Fields{"lease": hexID(id), "shard": shard}).Error("a lease of the records expired; writing its records again with a new one")
 		p.mu.Lock()
-		if p.leases[shard] == id {
-			p.leases[shard] = 0
+		if p.lease.ids[shard] == id {
+			p.lease.ids[shard] = 0
 		}
 		p.mu.Unlock()
 	}
@@ -126,9 +126,9 @@ func (p *Publisher) leaseLoop(ctx context.Context, shard int) {
 // markShardLocked marks the names of a lease shard, to be written with its
 // lease.
 func (p *Publisher) markShardLocked(shard int) {
-	for stored, n := range p.names {
-		if _, ok := p.dirty[stored]; !ok && int(n.shard) == shard && !n.othersOnly(p.cfg.Owner) {
-			p.dirty[stored] = false
+	for stored, n := range p.view.names {
+		if _, ok := p.work.dirty[stored]; !ok && int(n.shard) == shard && !n.othersOnly(p.cfg.Owner) {
+			p.work.dirty[stored] = false
 		}
 	}
 	p.poke()
@@ -152,7 +152,7 @@ func (p *Publisher) keepAlive(ctx context.Context, id int64) {
 // writes nothing, and adopts the leader's leases when it takes over.
 func (p *Publisher) obtainLease(ctx context.Context, shard int) (int64, error) {
 	p.mu.Lock()
-	loaded, active := p.loaded, p.active
+	loaded, active := p.view.loaded, p.work.active
 	candidate := p.commonLeaseLocked(shard)
 	p.mu.Unlock()
 	if !loaded || !active {
@@ -182,7 +182,7 @@ func (p *Publisher) obtainLease(ctx context.Context, shard int) (int64, error) {
 // claims) carry, or 0.
 func (p *Publisher) commonLeaseLocked(shard int) int64 {
 	count := make(map[int64]int)
-	for _, n := range p.names {
+	for _, n := range p.view.names {
 		if int(n.shard) != shard {
 			continue
 		}
@@ -207,7 +207,7 @@ func (p *Publisher) commonLeaseLocked(shard int) int64 {
 // wakeLeaseLocked wakes the lease loops after the view was loaded or the
 // Publisher became active.
 func (p *Publisher) wakeLeaseLocked() {
-	for _, wake := range p.leaseWake {
+	for _, wake := range p.lease.wake {
 		select {
 		case wake <- struct{}{}:
 		default:

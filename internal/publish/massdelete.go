@@ -32,7 +32,7 @@ func (p *Publisher) mayDeleteTooManyLocked(marked map[string]bool) (owned int, m
 // ownedLocked returns the number of records skylb owns, and how many of them
 // are of names a full reconciliation marked.
 func (p *Publisher) ownedLocked(marked map[string]bool) (owned, bound int) {
-	for stored, n := range p.names {
+	for stored, n := range p.view.names {
 		event, ok := marked[stored]
 		for _, e := range n.actual {
 			if !e.deleted && !e.outside {

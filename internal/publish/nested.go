@@ -39,13 +39,13 @@ func (p *Publisher) indexClaimLocked(stored string, hadAny, hadForeign bool) {
 	list := p.claimsLocked(stored)
 	hasAny, hasForeign := len(list) > 0, p.foreignIn(list)
 	if hasForeign != hadForeign {
-		updateBelow(p.foreignBelow, stored, hasForeign)
+		updateBelow(p.clusters.foreignBelow, stored, hasForeign)
 	}
 	switch {
-	case p.below == nil && hasForeign:
+	case p.clusters.below == nil && hasForeign:
 		p.buildBelowLocked()
-	case p.below != nil && hasAny != hadAny:
-		updateBelow(p.below, stored, hasAny)
+	case p.clusters.below != nil && hasAny != hadAny:
+		updateBelow(p.clusters.below, stored, hasAny)
 	}
 }
 
@@ -71,11 +71,11 @@ func updateBelow(index map[string]nameSet, stored string, add bool) {
 // reindexClaimsLocked builds the indexes of names beneath an ancestor from the
 // claims, after they were loaded.
 func (p *Publisher) reindexClaimsLocked() {
-	p.below, p.foreignBelow = nil, make(map[string]nameSet)
+	p.clusters.below, p.clusters.foreignBelow = nil, make(map[string]nameSet)
 	foreign := false
-	for stored, n := range p.names {
+	for stored, n := range p.view.names {
 		if p.foreignIn(n.claims) {
-			updateBelow(p.foreignBelow, stored, true)
+			updateBelow(p.clusters.foreignBelow, stored, true)
 			foreign = true
 		}
 	}
@@ -86,10 +86,10 @@ func (p *Publisher) reindexClaimsLocked() {
 
 // buildBelowLocked indexes every claimed name beneath its ancestors.
 func (p *Publisher) buildBelowLocked() {
-	p.below = make(map[string]nameSet)
-	for stored, n := range p.names {
+	p.clusters.below = make(map[string]nameSet)
+	for stored, n := range p.view.names {
 		if len(n.claims) > 0 {
-			updateBelow(p.below, stored, true)
+			updateBelow(p.clusters.below, stored, true)
 		}
 	}
 }
@@ -111,7 +111,7 @@ func (p *Publisher) nestedLocked(stored string, n *name) []arbitrate.NestedClaim
 			}
 		}
 	}
-	for d := range p.foreignBelow[stored] {
+	for d := range p.clusters.foreignBelow[stored] {
 		for _, e := range p.claimsLocked(d) {
 			if e.owner != p.cfg.Owner {
 				joint := n.shared && p.sharedByLocked(stored, e.owner)
@@ -125,7 +125,7 @@ func (p *Publisher) nestedLocked(stored string, n *name) []arbitrate.NestedClaim
 // sharesLocked reports whether this cluster's objects publish stored and
 // share it with other clusters.
 func (p *Publisher) sharesLocked(stored string) bool {
-	n := p.names[stored]
+	n := p.view.names[stored]
 	return n != nil && n.records != nil && n.shared && !n.unclaimed
 }
 
@@ -173,12 +173,12 @@ type above struct {
 // cluster wins withdraws through the watch.
 func (p *Publisher) sinceAboveLocked(a string) (int64, bool) {
 	if own := p.ownClaimLocked(a); own != nil {
-		return max(p.claimsRev, own.created), true
+		return max(p.clusters.claimsRev, own.created), true
 	}
-	if n := p.names[a]; n != nil && n.records != nil && !n.unclaimed {
+	if n := p.view.names[a]; n != nil && n.records != nil && !n.unclaimed {
 		return 0, false
 	}
-	return p.claimsRev, true
+	return p.clusters.claimsRev, true
 }
 
 // aboveCmps returns the conditions that no claim was created on the ancestors
@@ -194,7 +194,7 @@ func (p *Publisher) aboveCmps(batch []change) []clientv3.Cmp {
 	}
 	out := make([]clientv3.Cmp, 0, len(since))
 	for a, s := range since {
-		out = append(out, clientv3.Compare(clientv3.CreateRevision(p.claimDir+a+"/"), "<", s+1).WithPrefix())
+		out = append(out, clientv3.Compare(clientv3.CreateRevision(p.clusters.claimDir+a+"/"), "<", s+1).WithPrefix())
 	}
 	return out
 }
@@ -203,7 +203,7 @@ func (p *Publisher) aboveCmps(batch []change) []clientv3.Cmp {
 // claims by another cluster changed.
 func (p *Publisher) markNestedLocked(stored string) {
 	for a := range arbitrate.Ancestors(stored) {
-		if n := p.names[a]; n != nil && !n.othersOnly(p.cfg.Owner) {
+		if n := p.view.names[a]; n != nil && !n.othersOnly(p.cfg.Owner) {
 			p.markLocked(a)
 		}
 	}
@@ -212,8 +212,8 @@ func (p *Publisher) markNestedLocked(stored string) {
 
 // markBelowLocked marks this cluster's names beneath stored.
 func (p *Publisher) markBelowLocked(stored string) {
-	for d := range p.below[stored] {
-		if n := p.names[d]; n != nil && !n.othersOnly(p.cfg.Owner) {
+	for d := range p.clusters.below[stored] {
+		if n := p.view.names[d]; n != nil && !n.othersOnly(p.cfg.Owner) {
 			p.markLocked(d)
 		}
 	}

@@ -26,18 +26,18 @@ func TestNestedIndexFollowsTheClaims(t *testing.T) {
 	p := New(nil, Config{Prefix: "/skydns", Owner: "east", ClaimPrefix: "/skylb/claims", Log: quiet()})
 	p.putClaimLocked("a.x.org", claimEntry{owner: "east", created: 2})
 	p.putClaimLocked("x.org", claimEntry{owner: "east", created: 3})
-	if p.below != nil || len(p.foreignBelow) != 0 {
-		t.Fatalf("with only its own claims: below %v, foreign %v; want neither built", belowOf(p.below), belowOf(p.foreignBelow))
+	if p.clusters.below != nil || len(p.clusters.foreignBelow) != 0 {
+		t.Fatalf("with only its own claims: below %v, foreign %v; want neither built", belowOf(p.clusters.below), belowOf(p.clusters.foreignBelow))
 	}
 
 	p.putClaimLocked("b.x.org", claimEntry{owner: "west", created: 4})
 	p.putClaimLocked("b.x.org", claimEntry{owner: "east", created: 5})
 	wantBelow := map[string][]string{"org": {"a.x.org", "b.x.org", "x.org"}, "x.org": {"a.x.org", "b.x.org"}}
 	wantForeign := map[string][]string{"org": {"b.x.org"}, "x.org": {"b.x.org"}}
-	if diff := cmp.Diff(wantBelow, belowOf(p.below)); diff != "" {
+	if diff := cmp.Diff(wantBelow, belowOf(p.clusters.below)); diff != "" {
 		t.Errorf("below after west's claim (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(wantForeign, belowOf(p.foreignBelow)); diff != "" {
+	if diff := cmp.Diff(wantForeign, belowOf(p.clusters.foreignBelow)); diff != "" {
 		t.Errorf("foreign below after west's claim (-want +got):\n%s", diff)
 	}
 
@@ -45,17 +45,17 @@ func TestNestedIndexFollowsTheClaims(t *testing.T) {
 	p.removeClaimLocked("b.x.org", "west")
 	p.removeClaimLocked("a.x.org", "east")
 	wantBelow = map[string][]string{"org": {"b.x.org", "x.org"}, "x.org": {"b.x.org"}}
-	if diff := cmp.Diff(wantBelow, belowOf(p.below)); diff != "" {
+	if diff := cmp.Diff(wantBelow, belowOf(p.clusters.below)); diff != "" {
 		t.Errorf("below after removals (-want +got):\n%s", diff)
 	}
-	if len(p.foreignBelow) != 0 {
-		t.Errorf("foreign below after west left = %v, want empty", belowOf(p.foreignBelow))
+	if len(p.clusters.foreignBelow) != 0 {
+		t.Errorf("foreign below after west left = %v, want empty", belowOf(p.clusters.foreignBelow))
 	}
 
 	// A load indexes from scratch.
 	p.reindexClaimsLocked()
-	if p.below != nil {
-		t.Errorf("below after a load without other clusters' claims = %v, want not built", belowOf(p.below))
+	if p.clusters.below != nil {
+		t.Errorf("below after a load without other clusters' claims = %v, want not built", belowOf(p.clusters.below))
 	}
 }
 
@@ -73,22 +73,22 @@ func TestNameHeldForOtherClustersClaims(t *testing.T) {
 	if got := p.claimOfLocked("w.x.org", "west"); got == nil || got.created != 2 {
 		t.Fatalf("west's claim = %+v, want created at 2", got)
 	}
-	if len(p.dirty) != 0 {
-		t.Errorf("another cluster's claim marked %v, want nothing: this cluster has nothing to write", p.dirty)
+	if len(p.work.dirty) != 0 {
+		t.Errorf("another cluster's claim marked %v, want nothing: this cluster has nothing to write", p.work.dirty)
 	}
 	p.markAllLocked()
-	if len(p.dirty) != 0 {
-		t.Errorf("a full reconciliation marked %v, want nothing", p.dirty)
+	if len(p.work.dirty) != 0 {
+		t.Errorf("a full reconciliation marked %v, want nothing", p.work.dirty)
 	}
 
 	p.applyClaims(claim(mvccpb.DELETE, 3), 3)
-	if _, ok := p.dirty["w.x.org"]; !ok {
-		t.Fatalf("the last claim's removal marked %v, want w.x.org", p.dirty)
+	if _, ok := p.work.dirty["w.x.org"]; !ok {
+		t.Fatalf("the last claim's removal marked %v, want w.x.org", p.work.dirty)
 	}
 	if _, changed := p.diffLocked("w.x.org", true); changed {
 		t.Error("the name has a change, want none")
 	}
-	if n := p.names["w.x.org"]; n != nil {
+	if n := p.view.names["w.x.org"]; n != nil {
 		t.Errorf("the name is kept with nothing left: %+v", n)
 	}
 }

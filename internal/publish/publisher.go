@@ -32,14 +32,14 @@ type Publisher struct {
 	client *clientv3.Client
 	dir    string // prefix with a trailing slash
 
-	// mu guards everything below but the counters. Each part is declared
+	// mu guards the parts below but the counters. Each part is declared
 	// beside the code that keeps it.
-	mu           sync.Mutex
-	table        // the names: the records wanted and the keys etcd holds (view.go)
-	work         // the names to write and the flush that writes them
-	leaseState   // the leases the records are written with (lease.go)
-	clusterState // the claims of the clusters sharing the etcd (claims.go, share.go)
-	following    // names stored at their name and what they follow (atname.go)
+	mu       sync.Mutex
+	view     table        // the names: the records wanted and the keys etcd holds (view.go)
+	work     work         // the names to write and the flush that writes them
+	lease    leaseState   // the leases the claims (and unclaimed records) are written with (lease.go)
+	clusters clusterState // the claims of the clusters sharing the etcd (claims.go, share.go)
+	follow   following    // names stored at their name and what they follow (atname.go)
 
 	// sweeper holds, under its own lock, the names whose records another
 	// cluster's expired claim left behind (sweep.go).
@@ -74,27 +74,27 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 		cfg:    cfg,
 		client: client,
 		dir:    trimSlash(cfg.Prefix) + "/",
-		table:  table{names: make(map[string]*name), firstLoad: make(chan struct{})},
+		view:   table{names: make(map[string]*name), firstLoad: make(chan struct{})},
 		work: work{
 			dirty: make(map[string]bool), since: make(map[string]time.Time),
 			wake: make(chan struct{}, 1), active: !cfg.Inactive, sending: make(map[string]sent),
 		},
-		clusterState: clusterState{
+		clusters: clusterState{
 			foreignBelow: make(map[string]nameSet), verdicts: make(map[string]arbitrate.Decision),
 			sharings: make(map[string]arbitrate.Sharing), holds: make(map[string]hold),
 		},
-		following: following{follows: make(map[string]string), followers: make(map[string]nameSet), occupied: make(map[string]bool)},
-		sweeper:   newSweeper(),
+		follow:  following{follows: make(map[string]string), followers: make(map[string]nameSet), occupied: make(map[string]bool)},
+		sweeper: newSweeper(),
 	}
 	if cfg.ClaimPrefix != "" {
-		p.claimDir = trimSlash(cfg.ClaimPrefix) + "/"
+		p.clusters.claimDir = trimSlash(cfg.ClaimPrefix) + "/"
 	}
-	p.claimValues = ownClaimValues(cfg.Owner)
-	for i := range p.leaseWake {
-		p.leaseWake[i] = make(chan struct{}, 1)
+	p.clusters.claimValues = ownClaimValues(cfg.Owner)
+	for i := range p.lease.wake {
+		p.lease.wake[i] = make(chan struct{}, 1)
 	}
 	p.maxOps.Store(int64(cfg.MaxTxnOps))
-	p.idle = sync.NewCond(&p.mu)
+	p.work.idle = sync.NewCond(&p.mu)
 	return p
 }
 
@@ -126,17 +126,17 @@ func (p *Publisher) Set(stored string, w Want) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := p.names[stored]
+	n := p.view.names[stored]
 	if n == nil {
 		if records == nil {
 			return
 		}
 		n = newName(stored)
-		p.names[stored] = n
+		p.view.names[stored] = n
 	}
 	shareChanged := setShareLocked(n, w, time.Now())
 	if (n.records == nil) == (records == nil) && slices.Equal(n.records, records) &&
-		n.shared == w.Shared && n.unclaimed == w.Unclaimed && p.follows[stored] == w.Follows && !shareChanged {
+		n.shared == w.Shared && n.unclaimed == w.Unclaimed && p.follow.follows[stored] == w.Follows && !shareChanged {
 		return
 	}
 	p.followLocked(stored, w.Follows)
@@ -148,8 +148,8 @@ func (p *Publisher) Set(stored string, w Want) {
 		// this cluster shares the name too.
 		p.markBelowLocked(stored)
 	}
-	if t, ok := p.since[stored]; !w.Observed.IsZero() && (!ok || w.Observed.Before(t)) {
-		p.since[stored] = w.Observed
+	if t, ok := p.work.since[stored]; !w.Observed.IsZero() && (!ok || w.Observed.Before(t)) {
+		p.work.since[stored] = w.Observed
 	}
 	p.markLocked(stored)
 }
@@ -159,8 +159,8 @@ func (p *Publisher) Set(stored string, w Want) {
 func (p *Publisher) Complete() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.complete = true
-	p.atLoad = nil
+	p.view.complete = true
+	p.view.atLoad = nil
 	p.markAllLocked()
 }
 
@@ -173,14 +173,14 @@ func (p *Publisher) Complete() {
 // skylb was running.
 func (p *Publisher) Loaded(ctx context.Context) map[string]uint64 {
 	select {
-	case <-p.firstLoad:
+	case <-p.view.firstLoad:
 	case <-ctx.Done():
 		return nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := p.atLoad
-	p.atLoad = nil
+	out := p.view.atLoad
+	p.view.atLoad = nil
 	return out
 }
 
@@ -191,14 +191,14 @@ func (p *Publisher) Loaded(ctx context.Context) map[string]uint64 {
 func (p *Publisher) SetActive(active bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.active = active
+	p.work.active = active
 	if active {
 		p.wakeLeaseLocked()
 		p.markAllLocked()
 		return
 	}
-	for p.flushing {
-		p.idle.Wait()
+	for p.work.flushing {
+		p.work.idle.Wait()
 	}
 }
 
@@ -223,7 +223,7 @@ func (p *Publisher) Reachable() bool {
 func (p *Publisher) Ready() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.loaded && p.complete
+	return p.view.loaded && p.view.complete
 }
 
 // WaitIdle blocks until the Publisher is ready and has nothing left to write,
@@ -232,32 +232,32 @@ func (p *Publisher) WaitIdle(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		p.idle.Broadcast()
+		p.work.idle.Broadcast()
 	})
 	defer stop()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for !(p.loaded && p.complete && p.active && len(p.dirty) == 0 && !p.flushing) {
+	for !(p.view.loaded && p.view.complete && p.work.active && len(p.work.dirty) == 0 && !p.work.flushing) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		p.idle.Wait()
+		p.work.idle.Wait()
 	}
 	return nil
 }
 
 // markLocked marks a name changed by an object or by someone editing etcd.
 func (p *Publisher) markLocked(stored string) {
-	p.dirty[stored] = true
+	p.work.dirty[stored] = true
 	p.poke()
 }
 
 // markAllLocked marks every name for a full reconciliation, but those held
 // only for other clusters' claims.
 func (p *Publisher) markAllLocked() {
-	for stored, n := range p.names {
-		if _, ok := p.dirty[stored]; !ok && !n.othersOnly(p.cfg.Owner) {
-			p.dirty[stored] = false
+	for stored, n := range p.view.names {
+		if _, ok := p.work.dirty[stored]; !ok && !n.othersOnly(p.cfg.Owner) {
+			p.work.dirty[stored] = false
 		}
 	}
 	p.poke()
@@ -266,7 +266,7 @@ func (p *Publisher) markAllLocked() {
 // poke wakes the flush loop without blocking.
 func (p *Publisher) poke() {
 	select {
-	case p.wake <- struct{}{}:
+	case p.work.wake <- struct{}{}:
 	default:
 	}
 }

@@ -24,10 +24,10 @@ type queue struct {
 // are decided, and decides them all at once only when the deletions of a full
 // reconciliation could exceed MaxDeleteRatio (see holdMassDeletionLocked).
 func (p *Publisher) takeDirtyLocked() *queue {
-	q := &queue{marked: p.dirty, since: p.since, again: make(map[string]bool)}
+	q := &queue{marked: p.work.dirty, since: p.work.since, again: make(map[string]bool)}
 	// New maps rather than cleared ones: a cleared map keeps the room of
 	// every name a cold start or a full reconciliation marked.
-	p.dirty, p.since = make(map[string]bool), make(map[string]time.Time)
+	p.work.dirty, p.work.since = make(map[string]bool), make(map[string]time.Time)
 	q.names = make([]string, 0, len(q.marked))
 	for stored := range q.marked {
 		q.names = append(q.names, stored)
@@ -61,13 +61,13 @@ func (q *queue) popLocked(p *Publisher) (change, bool) {
 	}
 	for {
 		if len(q.names) == 0 {
-			for _, f := range p.refollow {
+			for _, f := range p.follow.refollow {
 				if _, ok := q.marked[f]; !ok && !q.again[f] {
 					q.again[f] = true
 					q.names = append(q.names, f)
 				}
 			}
-			p.refollow = p.refollow[:0]
+			p.follow.refollow = p.follow.refollow[:0]
 			if len(q.names) == 0 {
 				return change{}, false
 			}
@@ -122,9 +122,9 @@ func (q *queue) requeueLocked(p *Publisher) {
 		left = append(left, *q.next)
 	}
 	p.requeueLocked(append(left, q.ahead...))
-	for _, stored := range append(q.names, p.refollow...) {
+	for _, stored := range append(q.names, p.follow.refollow...) {
 		p.markAgainLocked(stored, q.marked[stored], q.since[stored])
 	}
-	p.refollow = p.refollow[:0]
+	p.follow.refollow = p.follow.refollow[:0]
 	q.names, q.ahead, q.next = nil, nil, nil
 }

@@ -117,13 +117,13 @@ func (p *Publisher) shareLocked(n *name, c *change, own *claimEntry) arbitrate.M
 // holdLocked has the name decided again once its hold-down ends; a zero
 // time cancels that.
 func (p *Publisher) holdLocked(stored string, until time.Time) {
-	t, ok := p.holds[stored]
+	t, ok := p.clusters.holds[stored]
 	switch {
 	case ok && t.until.Equal(until):
 		return
 	case ok:
 		t.timer.Stop()
-		delete(p.holds, stored)
+		delete(p.clusters.holds, stored)
 	}
 	if until.IsZero() {
 		return
@@ -131,14 +131,14 @@ func (p *Publisher) holdLocked(stored string, until time.Time) {
 	timer := time.AfterFunc(time.Until(until), func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if h, ok := p.holds[stored]; ok && h.until.Equal(until) {
-			delete(p.holds, stored)
+		if h, ok := p.clusters.holds[stored]; ok && h.until.Equal(until) {
+			delete(p.clusters.holds, stored)
 		}
-		if n := p.names[stored]; n != nil && !n.othersOnly(p.cfg.Owner) {
+		if n := p.view.names[stored]; n != nil && !n.othersOnly(p.cfg.Owner) {
 			p.markLocked(stored)
 		}
 	})
-	p.holds[stored] = hold{until: until, timer: timer}
+	p.clusters.holds[stored] = hold{until: until, timer: timer}
 }
 
 // hold is a name waiting for its hold-down to end.
@@ -151,7 +151,7 @@ type hold struct {
 // OnShare when it changed, or when it is the first and this cluster does not
 // serve or the clusters disagree.
 func (p *Publisher) tellShareLocked(stored string, s arbitrate.Sharing) {
-	old, had := p.sharings[stored]
+	old, had := p.clusters.sharings[stored]
 	if had && sameSharing(old, s) {
 		return
 	}
@@ -161,23 +161,23 @@ func (p *Publisher) tellShareLocked(stored string, s arbitrate.Sharing) {
 	if !s.Serve {
 		p.count.standby.Add(1)
 	}
-	p.sharings[stored] = s
+	p.clusters.sharings[stored] = s
 	if p.cfg.OnShare != nil && (had || !s.Serve || s.Disagree) {
-		p.pendingShares = append(p.pendingShares, toldSharing{stored: stored, Sharing: s, was: old, had: had})
+		p.clusters.pendingShares = append(p.clusters.pendingShares, toldSharing{stored: stored, Sharing: s, was: old, had: had})
 	}
 }
 
 // forgetShareLocked drops what was decided on a name that is no longer
 // shared, or no longer claimed.
 func (p *Publisher) forgetShareLocked(stored string) {
-	old, had := p.sharings[stored]
+	old, had := p.clusters.sharings[stored]
 	if !had {
 		return
 	}
 	if !old.Serve {
 		p.count.standby.Add(-1)
 	}
-	delete(p.sharings, stored)
+	delete(p.clusters.sharings, stored)
 	p.holdLocked(stored, time.Time{})
 }
 
@@ -197,7 +197,7 @@ type toldSharing struct {
 
 // tellShares calls OnShare for the sharings decided since the last call.
 func (p *Publisher) tellShares() {
-	for _, t := range takeLocked(&p.mu, &p.pendingShares) {
+	for _, t := range takeLocked(&p.mu, &p.clusters.pendingShares) {
 		var was *arbitrate.Sharing
 		if t.had {
 			was = &t.was

@@ -99,7 +99,7 @@ func lastSync(ns int64) time.Time {
 func (p *Publisher) CountRecords(f func(stored string, t skydns.Type)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for stored, n := range p.names {
+	for stored, n := range p.view.names {
 		for _, r := range n.records {
 			if t := r.Type(); t != skydns.None {
 				f(stored, t)
@@ -114,7 +114,7 @@ func (p *Publisher) CountOutside() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
-	for _, nm := range p.names {
+	for _, nm := range p.view.names {
 		for _, e := range nm.actual {
 			if e.outside && !e.deleted {
 				n++

@@ -65,11 +65,11 @@ func (p *Publisher) loadWithRetry(ctx context.Context) (int64, bool) {
 // replaces the view.
 func (p *Publisher) load(ctx context.Context) (int64, error) {
 	p.mu.Lock()
-	p.loaded = false
+	p.view.loaded = false
 	// Only a load before Complete sums the records by object (see Loaded):
 	// a relist later has no one to tell.
 	var bySource map[string]uint64
-	if !p.complete {
+	if !p.view.complete {
 		bySource = make(map[string]uint64)
 	}
 	p.mu.Unlock()
@@ -115,22 +115,22 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 		// A range returns keys in order, so this only checks.
 		slices.SortFunc(actual, func(a, b entry) int { return strings.Compare(a.key, b.key) })
 	}
-	spread(p.names, owned, func(n *name, actual []entry) { n.actual = actual })
-	spread(p.names, outsideOf, func(n *name, m map[string]string) { n.outside = m })
-	spread(p.names, claims, func(n *name, list []claimEntry) { n.claims = list })
-	p.claimsRev = rev
-	p.occupied = occupied
+	spread(p.view.names, owned, func(n *name, actual []entry) { n.actual = actual })
+	spread(p.view.names, outsideOf, func(n *name, m map[string]string) { n.outside = m })
+	spread(p.view.names, claims, func(n *name, list []claimEntry) { n.claims = list })
+	p.clusters.claimsRev = rev
+	p.follow.occupied = occupied
 	p.reindexClaimsLocked()
-	p.tombs = nil
-	if !p.complete {
-		p.atLoad = bySource
+	p.view.tombs = nil
+	if !p.view.complete {
+		p.view.atLoad = bySource
 	}
 	select {
-	case <-p.firstLoad:
+	case <-p.view.firstLoad:
 	default:
-		close(p.firstLoad)
+		close(p.view.firstLoad)
 	}
-	p.loaded = true
+	p.view.loaded = true
 	p.wakeLeaseLocked()
 	p.count.relists.Add(1)
 	p.markAllLocked()
@@ -211,7 +211,7 @@ func (p *Publisher) watchAll(ctx context.Context, rev int64) {
 	if p.claiming() {
 		wg.Go(func() {
 			defer cancel()
-			p.watch(ctx, p.claimDir, rev, p.applyClaims)
+			p.watch(ctx, p.clusters.claimDir, rev, p.applyClaims)
 		})
 	}
 	wg.Wait()
@@ -267,7 +267,7 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 		}
 		stored := skydns.HeldBy(recName)
 		rel := p.relKey(stored, key)
-		n := p.names[stored]
+		n := p.view.names[stored]
 		var old *entry
 		if n != nil {
 			old = n.find(rel)
@@ -287,7 +287,7 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 		case mine:
 			if n == nil {
 				n = newName(stored)
-				p.names[stored] = n
+				p.view.names[stored] = n
 			}
 			n.put(entry{key: rel, sum: digestOf(ev.Kv.Value), host: v.Host, modRev: ev.Kv.ModRevision, lease: ev.Kv.Lease, outside: outside != ""}, outside)
 		case old != nil:
@@ -305,17 +305,17 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 
 // pruneTombsLocked forgets the tombstones of deletes the watch has passed.
 func (p *Publisher) pruneTombsLocked(rev int64) {
-	kept := p.tombs[:0]
-	for _, t := range p.tombs {
+	kept := p.view.tombs[:0]
+	for _, t := range p.view.tombs {
 		if t.rev > rev {
 			kept = append(kept, t)
 			continue
 		}
-		if n := p.names[t.name]; n != nil {
+		if n := p.view.names[t.name]; n != nil {
 			if e := n.find(t.key); e != nil && e.deleted && e.modRev == t.rev {
 				n.remove(t.key)
 			}
 		}
 	}
-	p.tombs = kept
+	p.view.tombs = kept
 }
