@@ -199,22 +199,15 @@ func checkReloader(t *testing.T, r map[string]*rendering) {
 	if pod.ShareProcessNamespace == nil || !*pod.ShareProcessNamespace {
 		t.Error("CoreDNS's pod does not share its process namespace: the reloader cannot signal CoreDNS")
 	}
-	env := func(c corev1.Container, name string) string {
-		for _, e := range c.Env {
-			if e.Name == name {
-				return e.Value
-			}
-		}
-		return ""
-	}
+	coreEnv, reloaderEnv := r["coredns"].env(t, nsCoreDNS, coredns), r["coredns"].env(t, nsCoreDNS, reloader)
 	for coreVar, reloaderVar := range map[string]string{"SKYLB_ETCD_CA": "SKYLB_ETCD_CA_FILE",
 		"SKYLB_ETCD_CERT": "SKYLB_ETCD_CERT_FILE", "SKYLB_ETCD_KEY": "SKYLB_ETCD_KEY_FILE"} {
-		if a, b := env(coredns, coreVar), env(reloader, reloaderVar); a == "" || a != b {
+		if a, b := coreEnv[coreVar], reloaderEnv[reloaderVar]; a == "" || a != b {
 			t.Errorf("the reloader's %s is %q, CoreDNS's %s %q", reloaderVar, b, coreVar, a)
 		}
 	}
-	members := strings.Join([]string{env(coredns, "SKYLB_ETCD_ENDPOINT"), env(coredns, "SKYLB_ETCD_ENDPOINT_2"), env(coredns, "SKYLB_ETCD_ENDPOINT_3")}, ",")
-	if got := env(reloader, "SKYLB_ETCD_ENDPOINTS"); got != members {
+	members := strings.Join([]string{coreEnv["SKYLB_ETCD_ENDPOINT"], coreEnv["SKYLB_ETCD_ENDPOINT_2"], coreEnv["SKYLB_ETCD_ENDPOINT_3"]}, ",")
+	if got := reloaderEnv["SKYLB_ETCD_ENDPOINTS"]; got != members {
 		t.Errorf("the reloader reads etcd at %q, CoreDNS at %q", got, members)
 	}
 	pidFile := ""
