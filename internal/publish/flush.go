@@ -321,13 +321,24 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 	return c, true
 }
 
+// guardCmps returns the Guard's conditions, which every transaction of the
+// Publisher carries; an error wraps ErrFenced when no write may be attempted.
+func (p *Publisher) guardCmps() ([]clientv3.Cmp, error) {
+	if p.cfg.Guard == nil {
+		return nil, nil
+	}
+	cmps, err := p.cfg.Guard.Compares()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrFenced, err)
+	}
+	return cmps, nil
+}
+
+// commit writes a batch of changes in one transaction and records the result in the view.
 func (p *Publisher) commit(ctx context.Context, batch []change) error {
-	var cmps []clientv3.Cmp
-	if p.cfg.Guard != nil {
-		var err error
-		if cmps, err = p.cfg.Guard.Compares(); err != nil {
-			return fmt.Errorf("%w: %w", ErrFenced, err)
-		}
+	cmps, err := p.guardCmps()
+	if err != nil {
+		return err
 	}
 	// Sized up front: an Op is a few hundred bytes, and a transaction holds
 	// a hundred or more.

@@ -107,7 +107,8 @@ func (p *Publisher) sweepOne(ctx context.Context, sw sweep) (int, error) {
 		return 0, err
 	}
 	var ops []clientv3.Op
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(p.claimKey(sw.stored, sw.owner)), "=", 0)}
+	// The claim still absent, each record unchanged.
+	conds := []keyCond{{key: p.claimKey(sw.stored, sw.owner)}}
 	for _, kv := range resp.Kvs {
 		name, _, ok := skydns.SplitKey(p.cfg.Prefix, string(kv.Key))
 		if !ok || name != sw.stored && skydns.HeldBy(name) != sw.stored || kv.Lease != 0 {
@@ -117,18 +118,16 @@ func (p *Publisher) sweepOne(ctx context.Context, sw sweep) (int, error) {
 			continue
 		}
 		ops = append(ops, clientv3.OpDelete(string(kv.Key)))
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision))
+		conds = append(conds, keyCond{key: string(kv.Key), modRev: kv.ModRevision})
 	}
 	if len(ops) == 0 {
 		return 0, nil
 	}
-	if p.cfg.Guard != nil {
-		g, err := p.cfg.Guard.Compares()
-		if err != nil {
-			return 0, fmt.Errorf("%w: %w", ErrFenced, err)
-		}
-		cmps = append(cmps, g...)
+	cmps, err := p.guardCmps()
+	if err != nil {
+		return 0, err
 	}
+	cmps = keyConds(conds, cmps)
 	if len(cmps) > p.txnOps() {
 		// More keys than a transaction holds: a name has at most
 		// --max-addresses-per-name records, which fit; leave the rest.
