@@ -119,7 +119,7 @@ type keyPair struct {
 }
 
 func (k *keyPair) get() (*tls.Certificate, error) {
-	stamp, err := fileStamp(k.certFile, k.keyFile)
+	stamp, err := FileStamp(k.certFile, k.keyFile)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if err != nil {
@@ -127,7 +127,7 @@ func (k *keyPair) get() (*tls.Certificate, error) {
 			// The files are being swapped: keep the pair in use.
 			return k.cert, nil
 		}
-		return nil, err
+		return nil, fmt.Errorf("client certificate: %w", err)
 	}
 	if k.cert != nil && stamp == k.stamp {
 		return k.cert, nil
@@ -144,12 +144,18 @@ func (k *keyPair) get() (*tls.Certificate, error) {
 	return k.cert, nil
 }
 
-func fileStamp(files ...string) (string, error) {
+// FileStamp returns what tells a change of the files: each one's
+// modification time and size (a Secret update swaps a symlink to new files,
+// which changes both). Empty names are skipped.
+func FileStamp(files ...string) (string, error) {
 	var b strings.Builder
 	for _, f := range files {
+		if f == "" {
+			continue
+		}
 		st, err := os.Stat(f)
 		if err != nil {
-			return "", fmt.Errorf("client certificate: %w", err)
+			return "", err
 		}
 		fmt.Fprintf(&b, "%s:%d:%d;", f, st.ModTime().UnixNano(), st.Size())
 	}

@@ -13,8 +13,6 @@ package reload
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -78,7 +76,7 @@ type runner struct {
 
 // step reads the files and Key once, and signals CoreDNS if the watch says so.
 func (r *runner) step(ctx context.Context, now time.Time) {
-	stamp, err := filesStamp(r.cfg.Etcd.CAFile, r.cfg.Etcd.CertFile, r.cfg.Etcd.KeyFile)
+	stamp, err := etcdclient.FileStamp(r.cfg.Etcd.CAFile, r.cfg.Etcd.CertFile, r.cfg.Etcd.KeyFile)
 	if err != nil {
 		// A Secret update swaps the files: try again next time.
 		r.logFailure(err)
@@ -145,25 +143,6 @@ func tell(pidFile string) (int, error) {
 		return pid, fmt.Errorf("signal pid %d: %w", pid, err)
 	}
 	return pid, nil
-}
-
-// filesStamp returns a digest of the files' contents. A Secret's files are
-// symlinks into a directory that an update swaps, so contents, not
-// modification times, tell a change.
-func filesStamp(files ...string) (string, error) {
-	h := sha256.New()
-	for _, f := range files {
-		if f == "" {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%s %d\n", f, len(b))
-		h.Write(b)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // watch decides when CoreDNS must reload, from what each read of etcd gave
