@@ -72,6 +72,7 @@ type runner struct {
 	client *clientv3.Client
 	stamp  string // of the files client was built from
 	failed string // the last failure logged, so that it is logged once
+	down   bool   // etcd did not answer the last read; logged once an outage
 }
 
 // step reads the files and Key once, and signals CoreDNS if the watch says so.
@@ -97,11 +98,16 @@ func (r *runner) step(ctx context.Context, now time.Time) {
 	if ctx.Err() != nil {
 		return
 	}
-	if err != nil {
-		r.logFailure(fmt.Errorf("etcd does not answer: %w", err))
+	if err != nil && !r.down {
+		r.cfg.Log.WithError(err).Warn("etcd does not answer")
 	}
+	wasDown := r.down
+	r.down = err != nil
 	reason := r.w.observe(now, err == nil, stamp)
 	if reason == "" {
+		if wasDown && err == nil {
+			r.cfg.Log.Info("etcd answers again, after a shorter outage than --min-outage: CoreDNS's client reconnects by itself")
+		}
 		return
 	}
 	pid, err := tell(r.cfg.PIDFile)
