@@ -54,8 +54,9 @@ type Config struct {
 	// ClaimPrefix is where the clusters sharing the etcd claim their names;
 	// empty claims none.
 	ClaimPrefix string
-	// RecordExpiry, when set, makes this cluster's keys expire that long after
-	// skylb stops renewing them.
+	// RecordExpiry, when set, makes this cluster's claims expire that long
+	// after skylb stops renewing them; the other clusters then delete the
+	// records they held.
 	RecordExpiry time.Duration
 	// FailbackHoldDown is how long a preferred cluster of a failover name,
 	// healthy again, waits before it takes the name back.

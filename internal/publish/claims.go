@@ -42,8 +42,9 @@ type clusterState struct {
 //	<ClaimPrefix>/<stored name>/<owner>  {"owner":"<owner>","shared":true}
 //
 // A cluster writes its claim in the transaction that first writes the name's
-// records, and deletes it in the one that removes them; the claim carries the
-// records' lease, so it expires with them. arbitrate.Name decides from the
+// records, and deletes it in the one that removes them; with RecordExpiry the
+// claim carries the lease and the records it holds none: when it expires, the
+// other clusters delete them (see sweep.go). arbitrate.Name decides from the
 // claims: the earliest holds the name, later shared claims join a shared one,
 // the others wait. arbitrate.Nested then refuses a name nested with another
 // cluster's older claim (see nested.go). Every transaction that writes records

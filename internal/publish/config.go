@@ -72,9 +72,10 @@ type Config struct {
 	// healthy again, waits before it takes the name back from a healthy
 	// cluster that answers it (see arbitrate.Share).
 	FailbackHoldDown time.Duration
-	// RecordExpiry, when set, attaches every key to an etcd lease of this TTL
-	// that the Publisher keeps alive (see lease.go): the keys of a cluster
-	// whose skylb stops renewing it expire.
+	// RecordExpiry, when set, attaches the claims (and the records no claim
+	// holds) to etcd leases of this TTL that the Publisher keeps alive (see
+	// lease.go): the claims of a cluster whose skylb stops renewing them
+	// expire, and the other clusters delete the records they held (sweep.go).
 	RecordExpiry time.Duration
 	// Owns, when set, reports whether a record of Owner coming from source
 	// (the value's source field) is this Publisher's to keep: a skylb
