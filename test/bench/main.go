@@ -25,7 +25,7 @@
 //     (the file plugin, the ceiling): one hot name, every name in random
 //     order, names that do not exist; the mix at 1,000 queries/s for the
 //     latency; propagation during a flood of names that do not exist; the
-//     same with skylb's records leased (--record-expiry);
+//     same with skylb run with --record-expiry (its claims leased);
 //  8. status at scale: Services skylb implements (1,000), created while it
 //     is stopped; then it starts and is timed until every one has a status,
 //     and its memory once they are deleted again;

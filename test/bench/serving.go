@@ -35,7 +35,7 @@ type serving struct {
 }
 
 // servingSet is one query set against both servers, and against the shipped
-// one once more with leased records.
+// one once more with skylb run with --record-expiry.
 type servingSet struct {
 	Name    string  `json:"name"`
 	Rcode   string  `json:"rcode"` // the answer every query should get
