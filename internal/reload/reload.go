@@ -72,7 +72,6 @@ type runner struct {
 	client *clientv3.Client
 	stamp  string // of the files client was built from
 	failed string // the last failure logged, so that it is logged once
-	down   bool   // etcd did not answer the last read; logged once an outage
 }
 
 // step reads the files and Key once, and signals CoreDNS if the watch says so.
@@ -98,11 +97,11 @@ func (r *runner) step(ctx context.Context, now time.Time) {
 	if ctx.Err() != nil {
 		return
 	}
-	if err != nil && !r.down {
+	// The watch knows when the outage began: it is logged once, at its start.
+	wasDown := !r.w.down.IsZero()
+	if err != nil && !wasDown {
 		r.cfg.Log.WithError(err).Warn("etcd does not answer")
 	}
-	wasDown := r.down
-	r.down = err != nil
 	reason := r.w.observe(now, err == nil, stamp)
 	if reason == "" {
 		if wasDown && err == nil {
