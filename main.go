@@ -1,109 +1,14 @@
 // Command skylb publishes Kubernetes LoadBalancer Services, Ingresses and
 // Gateway API routes as SkyDNS records in etcd, for CoreDNS's etcd plugin to
-// serve. Its commands are in command.go, its flags in flags.go, their
-// validation in config.go and the environment's settings in settings.go.
+// serve. Its command line is internal/cli.
 package main
 
 import (
-	"context"
-	"fmt"
-	"io"
 	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 
-	"github.com/sirupsen/logrus"
-
-	"github.com/skylb/skylb/internal/app"
-	"github.com/skylb/skylb/internal/etcdclient"
-	"github.com/skylb/skylb/internal/kubeclient"
+	"github.com/skylb/skylb/internal/cli"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv))
-}
-
-// run runs skylb's command line and returns its exit code: 0 on success, 1
-// when the command failed, 2 for a command line or a setting it refuses.
-// Without a command, or when the first argument is a flag, the command is
-// run.
-func run(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
-	name := "run"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
-	}
-	if name == "help" {
-		return help(args, stdout, stderr)
-	}
-	c, ok := lookup(name)
-	if !ok {
-		return usageError(stderr, "", fmt.Errorf("unknown command %q", name))
-	}
-	o, err := c.parse(args, lookupEnv)
-	switch {
-	case isHelp(err):
-		c.usage(stdout)
-		return 0
-	case err != nil:
-		return usageError(stderr, c.name, err)
-	}
-	return c.run(o, stdout, stderr)
-}
-
-// etcdFilesFix tells what to do about a missing etcd client file.
-const etcdFilesFix = "skylb starts once it is there; mount the Secret holding the etcd client certificate (ca.crt, tls.crt, tls.key), or correct --etcd-ca-file, --etcd-cert-file and --etcd-key-file"
-
-// serve runs "skylb run": it builds the clients and runs the controller until
-// SIGINT or SIGTERM, or once with --once.
-func serve(o *options, stdout, stderr io.Writer) int {
-	if o.showVersion {
-		printVersion(stdout)
-		return 0
-	}
-	if o.printDelegation {
-		return delegation(o, stdout, stderr)
-	}
-	cfg, err := o.config()
-	if err != nil {
-		fmt.Fprintln(stderr, "skylb:", withEnv(err, o.fromEnv))
-		return 2
-	}
-	cfg.Summary = stdout
-	log := cfg.Log
-	kubeclient.RouteKlog(log, 0)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	waiter := kubeclient.New(ctx.Done(), 0, log.WithField("component", "kube-client"))
-	clients, err := kubeClients(o, waiter.Wrap)
-	if err != nil {
-		fmt.Fprintln(stderr, "skylb: --kubeconfig:", err)
-		return 2
-	}
-	etcdCfg := o.etcd
-	etcdCfg.Log = log
-	tlsFiles := func() error { _, err := etcdCfg.TLS(); return err }
-	if err := app.WaitForFiles(ctx, cfg, tlsFiles, etcdFilesFix); err != nil {
-		if ctx.Err() != nil {
-			log.Info("skylb stopped")
-			return 0
-		}
-		fmt.Fprintln(stderr, "skylb: --etcd-endpoints/--etcd-*-file:", err)
-		return 2
-	}
-	etcd, err := etcdclient.New(etcdCfg)
-	if err != nil {
-		fmt.Fprintln(stderr, "skylb: etcd client:", err)
-		return 2
-	}
-	defer etcd.Close()
-
-	log.WithFields(logrus.Fields{"version": cfg.Version, "zones": cfg.Source.Zones, "owner": cfg.Owner, "etcd": etcdCfg.Endpoints}).Info("skylb starting")
-	clients.APIServerErr = waiter.Err
-	if err := app.Run(ctx, cfg, clients, etcd); err != nil {
-		log.WithError(err).Error("skylb stopped")
-		return 1
-	}
-	log.Info("skylb stopped")
-	return 0
+	os.Exit(cli.Run(os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv))
 }

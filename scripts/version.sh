@@ -14,4 +14,4 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 version=$(git describe --tags --always --dirty 2>/dev/null) || exit 0
 commit=$(git rev-parse HEAD)
-echo "-X main.version=$version -X main.commit=$commit"
+echo "-X github.com/skylb/skylb/internal/cli.version=$version -X github.com/skylb/skylb/internal/cli.commit=$commit"

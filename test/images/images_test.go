@@ -24,7 +24,7 @@ func TestDockerfileBuild(t *testing.T) {
 	}
 	want := goBuildCommand{
 		Env:   []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + runtime.GOARCH},
-		Flags: []string{"-trimpath", "-tags", "grpcnotrace", "-ldflags", "-s -w -X main.version=v9.9.9 -X main.commit=0123abc"},
+		Flags: []string{"-trimpath", "-tags", "grpcnotrace", "-ldflags", "-s -w -X github.com/skylb/skylb/internal/cli.version=v9.9.9 -X github.com/skylb/skylb/internal/cli.commit=0123abc"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("dockerfileBuild(Dockerfile) mismatch (-want +got):\n%s", diff)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func TestRecordsOutput(t *testing.T) {
 	records := func(args ...string) string {
 		t.Helper()
 		var out, errs strings.Builder
-		if code := run(append([]string{"records"}, args...), &out, &errs, settings); code != 0 {
+		if code := Run(append([]string{"records"}, args...), &out, &errs, settings); code != 0 {
 			t.Fatalf("skylb records %q = %d, stderr:\n%s", args, code, errs.String())
 		}
 		return out.String()

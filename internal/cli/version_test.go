@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -45,13 +45,16 @@ func TestBinary(t *testing.T) {
 		}
 		return strings.TrimSpace(string(out))
 	}
-	ldflags, err := exec.CommandContext(ctx, "scripts/version.sh").Output()
+	stamp := exec.CommandContext(ctx, "scripts/version.sh")
+	stamp.Dir = repoRoot
+	ldflags, err := stamp.Output()
 	if err != nil {
 		t.Fatalf("scripts/version.sh: %v", err)
 	}
 	wantVersion, wantCommit := git("describe", "--tags", "--always", "--dirty"), git("rev-parse", "HEAD")
 	bin := filepath.Join(t.TempDir(), "skylb")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "-ldflags="+strings.TrimSpace(string(ldflags)), ".")
+	build.Dir = repoRoot
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

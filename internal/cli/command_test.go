@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"regexp"
@@ -11,7 +11,7 @@ import (
 // exit code and output.
 func runArgs(args ...string) (code int, stdout, stderr string) {
 	var out, errs strings.Builder
-	code = run(args, &out, &errs, env(nil))
+	code = Run(args, &out, &errs, env(nil))
 	return code, out.String(), errs.String()
 }
 
@@ -60,23 +60,23 @@ func TestCommandLine(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			code, stdout, stderr := runArgs(tt.args...)
 			if code != tt.wantCode {
-				t.Errorf("run(%q) = %d, want %d; stderr:\n%s", tt.args, code, tt.wantCode, stderr)
+				t.Errorf("Run(%q) = %d, want %d; stderr:\n%s", tt.args, code, tt.wantCode, stderr)
 			}
 			for _, want := range tt.wantStdout {
 				if !strings.Contains(stdout, want) {
-					t.Errorf("run(%q) stdout lacks %q:\n%s", tt.args, want, stdout)
+					t.Errorf("Run(%q) stdout lacks %q:\n%s", tt.args, want, stdout)
 				}
 			}
 			for _, want := range tt.wantStderr {
 				if !strings.Contains(stderr, want) {
-					t.Errorf("run(%q) stderr lacks %q:\n%s", tt.args, want, stderr)
+					t.Errorf("Run(%q) stderr lacks %q:\n%s", tt.args, want, stderr)
 				}
 			}
 			if tt.wantCode != 0 && stdout != "" {
-				t.Errorf("run(%q) failed and printed on stdout:\n%s", tt.args, stdout)
+				t.Errorf("Run(%q) failed and printed on stdout:\n%s", tt.args, stdout)
 			}
 			if tt.wantCode == 0 && len(tt.wantStderr) == 0 && stderr != "" {
-				t.Errorf("run(%q) printed on stderr:\n%s", tt.args, stderr)
+				t.Errorf("Run(%q) printed on stderr:\n%s", tt.args, stderr)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"os"
@@ -85,8 +85,11 @@ func TestPrintDelegationFromFlags(t *testing.T) {
 	}
 }
 
+// repoRoot is the repository's root, from this package's directory.
+const repoRoot = "../.."
+
 // flagsPage is the page whose Flags table lists every flag of every command.
-const flagsPage = "manifests/README.md"
+const flagsPage = repoRoot + "/manifests/README.md"
 
 // TestFlagsTable checks the Flags table of flagsPage against the command
 // line: every flag of every command is listed, and every flag listed exists.

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 )
 
 // version and commit are stamped at build time, by the Dockerfile and
-// scripts/skylb-ldflags.sh:
+// scripts/version.sh (-X github.com/skylb/skylb/internal/cli.version=...):
 //
-//	go build -ldflags "-X main.version=$(git describe --tags --always --dirty) -X main.commit=$(git rev-parse HEAD)"
+//	go build -ldflags "$(scripts/version.sh)" -o skylb .
 var version, commit string
 
 // versionInfo is what "skylb version" prints.
