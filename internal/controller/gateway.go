@@ -235,14 +235,14 @@ func (c *Controller) enqueueGateway(key string) {
 	if c.gw == nil {
 		return
 	}
-	c.enqueue(source.KindGateway + "/" + key)
+	c.enqueueCached(source.KindGateway, key)
 	for _, k := range c.gw.kinds {
 		if k.route == nil {
 			continue
 		}
 		routes, _ := k.indexer.IndexKeys(byParent, key)
 		for _, r := range routes {
-			c.enqueue(k.kind + "/" + r)
+			c.enqueueCached(k.kind, r)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
 
@@ -26,7 +27,7 @@ func (c *Controller) handle(inf informerSet, kind string) cache.InformerSynced {
 			utilruntime.HandleError(err)
 			return
 		}
-		c.enqueue(kind + "/" + key)
+		c.enqueueCached(kind, key)
 		if kind == source.KindService {
 			c.serviceChanged(obj, key)
 		}
@@ -85,7 +86,7 @@ func (c *Controller) handleSlices(inf informerSet) {
 		}
 		if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
 			key := s.Namespace + "/" + name
-			c.enqueue(source.KindService + "/" + key)
+			c.enqueueCached(source.KindService, key)
 			svc, _ := c.caches.services.Services(s.Namespace).Get(name)
 			c.serviceChanged(svc, key)
 		}
@@ -141,6 +142,22 @@ func (c *Controller) enqueue(key string) {
 	c.queue.Add(key)
 }
 
+// enqueueObject enqueues the object of a kind, namespace and name.
+func (c *Controller) enqueueObject(kind, namespace, name string) {
+	c.enqueue(skydns.ObjectKey{Kind: kind, Namespace: namespace, Name: name}.String())
+}
+
+// enqueueCached enqueues the object of a kind under its key in an informer's
+// cache ("namespace/name").
+func (c *Controller) enqueueCached(kind, cacheKey string) {
+	ns, name, err := cache.SplitMetaNamespaceKey(cacheKey)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.enqueueObject(kind, ns, name)
+}
+
 // observations remember, by key, when a change was first seen, until the key
 // is synced.
 type observations struct {
@@ -177,13 +194,13 @@ func (c *Controller) enqueueAll(kind string) {
 		svcs, _ := c.caches.services.List(labels.Everything())
 		for _, s := range svcs {
 			if s.Spec.Type == corev1.ServiceTypeLoadBalancer || len(s.Status.LoadBalancer.Ingress) > 0 {
-				c.enqueue(source.KindService + "/" + s.Namespace + "/" + s.Name)
+				c.enqueueObject(source.KindService, s.Namespace, s.Name)
 			}
 		}
 	case source.KindIngress:
 		ings, _ := c.caches.ingresses.List(labels.Everything())
 		for _, i := range ings {
-			c.enqueue(source.KindIngress + "/" + i.Namespace + "/" + i.Name)
+			c.enqueueObject(source.KindIngress, i.Namespace, i.Name)
 		}
 	}
 }

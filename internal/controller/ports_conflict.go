@@ -78,7 +78,7 @@ func (c *Controller) portsChanged(old, cur any) {
 			}
 			seen[key] = true
 			for _, svc := range users(key) {
-				c.enqueue(source.KindService + "/" + svc.Namespace + "/" + svc.Name)
+				c.enqueueObject(source.KindService, svc.Namespace, svc.Name)
 				k, _ := c.portIndex(svc)
 				next = append(next, k...)
 			}

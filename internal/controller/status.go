@@ -12,8 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/skylb/skylb/internal/kubeclient"
+	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
 
@@ -139,7 +141,10 @@ func (c *Controller) syncStatus(ctx context.Context, key string) error {
 	if !c.cfg.Leading() {
 		return nil
 	}
-	ns, name, _ := strings.Cut(key, "/")
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return err
+	}
 	svc, err := c.caches.services.Services(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -147,7 +152,7 @@ func (c *Controller) syncStatus(ctx context.Context, key string) error {
 		return err
 	}
 	c.mu.Lock()
-	pub := c.book.index.Publication(source.KindService + "/" + key)
+	pub := c.book.index.Publication(skydns.ObjectKey{Kind: source.KindService, Namespace: ns, Name: name}.String())
 	c.mu.Unlock()
 	if pub != nil && pub.WriteStatus && svc.DeletionTimestamp == nil {
 		// The status first, then the finalizer: the other order would

@@ -3,7 +3,6 @@ package source
 import (
 	"net/netip"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +13,7 @@ import (
 	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/health"
+	"github.com/skylb/skylb/internal/skydns"
 )
 
 // Kinds of object that publish names, as they appear in a source string.
@@ -72,9 +72,9 @@ type Publication struct {
 // rather than kept in every publication: 112 bytes of strings that its
 // Source, Namespace and UID already hold.
 func (p *Publication) Ref() *corev1.ObjectReference {
-	kind, rest, _ := strings.Cut(p.Source, "/")
-	ref := &corev1.ObjectReference{Namespace: p.Namespace, Name: rest[strings.IndexByte(rest, '/')+1:], UID: p.UID}
-	switch kind {
+	k, _ := skydns.ParseObjectKey(p.Source)
+	ref := &corev1.ObjectReference{Namespace: p.Namespace, Name: k.Name, UID: p.UID}
+	switch k.Kind {
 	case KindService:
 		ref.Kind, ref.APIVersion = "Service", "v1"
 	case KindIngress:
@@ -82,7 +82,7 @@ func (p *Publication) Ref() *corev1.ObjectReference {
 	case KindGateway:
 		ref.Kind, ref.APIVersion = "Gateway", gatewayv1.GroupVersion.String()
 	default:
-		ref.Kind, ref.APIVersion = RouteKinds[kind], gatewayv1.GroupVersion.String()
+		ref.Kind, ref.APIVersion = RouteKinds[k.Kind], gatewayv1.GroupVersion.String()
 	}
 	return ref
 }
