@@ -150,7 +150,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	pub, reg := newPublisher(cfg, etcd, m, elector)
 	recorder, stopEvents := eventRecorder(ctx, clients.Kube, cfg.EventQPS, cfg.Log.WithField("component", "events"))
 	defer stopEvents()
-	ctrl := controller.New(controllerConfig(cfg, clients, m, elector), clients.Kube, pub, recorder)
+	ctrl := controller.New(controllerConfig(cfg, clients, m, elector, pub.views), clients.Kube, pub.Publisher, recorder)
 	// The publisher tells the controller of the names other clusters hold
 	// through their claims: an input of the controller's, like the objects.
 	pub.TellClaims(ctrl.ClusterClaim, ctrl.ClusterShare)
@@ -208,7 +208,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 // newPublisher returns the publisher of cfg and, unless this is a dry run,
 // the registry of the scopes sharing its owner id, which guards its writes
 // (with the elector's fence when there is one).
-func newPublisher(cfg Config, etcd *clientv3.Client, m *metrics.Metrics, elector *leader.Elector) (*publish.Publisher, *registry.Registry) {
+func newPublisher(cfg Config, etcd *clientv3.Client, m *metrics.Metrics, elector *leader.Elector) (*publishers, *registry.Registry) {
 	pubCfg := publish.Config{
 		Prefix:             cfg.Prefix,
 		Owner:              cfg.Owner,
@@ -229,7 +229,7 @@ func newPublisher(cfg Config, etcd *clientv3.Client, m *metrics.Metrics, elector
 	// waits for another's.
 	var (
 		reg    *registry.Registry
-		pub    *publish.Publisher
+		pub    *publishers
 		guards guardList
 	)
 	scopePrefix := cfg.ScopePrefix
@@ -251,14 +251,15 @@ func newPublisher(cfg Config, etcd *clientv3.Client, m *metrics.Metrics, elector
 	if len(guards) > 0 {
 		pubCfg.Guard = guards
 	}
-	pub = publish.New(etcd, pubCfg)
+	pub = &publishers{Publisher: publish.New(etcd, pubCfg), views: viewPublishers(etcd, cfg, pubCfg)}
 	return pub, reg
 }
 
 // controllerConfig returns the controller's configuration from cfg.
-func controllerConfig(cfg Config, clients Clients, m *metrics.Metrics, elector *leader.Elector) controller.Config {
+func controllerConfig(cfg Config, clients Clients, m *metrics.Metrics, elector *leader.Elector, views map[string]*publish.Publisher) controller.Config {
 	c := controller.Config{
 		Source:           cfg.Source,
+		Views:            controllerViews(views),
 		Scope:            cfg.Scope,
 		ResyncInterval:   cfg.ResyncInterval,
 		DryRun:           cfg.DryRun,
@@ -286,7 +287,7 @@ func controllerConfig(cfg Config, clients Clients, m *metrics.Metrics, elector *
 
 // coldStart runs the first pass at the garbage collector setting gcPercent,
 // then returns to the usual one.
-func coldStart(ctx context.Context, gcPercent int, pub *publish.Publisher, ctrl *controller.Controller, writes bool) {
+func coldStart(ctx context.Context, gcPercent int, pub *publishers, ctrl *controller.Controller, writes bool) {
 	prev := debug.SetGCPercent(gcPercent)
 	firstPass(ctx, pub, ctrl, writes)
 	debug.SetGCPercent(prev)
@@ -300,7 +301,7 @@ func coldStart(ctx context.Context, gcPercent int, pub *publish.Publisher, ctrl 
 
 // lead runs the health checks until ctx ends; with an elector, only while
 // this replica leads, which is also when the publisher writes.
-func lead(ctx context.Context, elector *leader.Elector, pub *publish.Publisher, ctrl *controller.Controller) error {
+func lead(ctx context.Context, elector *leader.Elector, pub *publishers, ctrl *controller.Controller) error {
 	if elector == nil {
 		ctrl.RunHealth(ctx)
 		return nil
@@ -332,7 +333,7 @@ func lead(ctx context.Context, elector *leader.Elector, pub *publish.Publisher, 
 
 // notReady returns every reason skylb is not ready, on one line, or nil when
 // it is.
-func notReady(clients Clients, pub *publish.Publisher, ctrl *controller.Controller) error {
+func notReady(clients Clients, pub *publishers, ctrl *controller.Controller) error {
 	var reasons []string
 	if clients.APIServerErr != nil {
 		if err := clients.APIServerErr(); err != nil {
@@ -358,7 +359,7 @@ func notReady(clients Clients, pub *publish.Publisher, ctrl *controller.Controll
 // coming soon: ctx ends, a minute has passed (etcd is unreachable), or the
 // caches have synced on a replica that does not write (writing is not
 // active) and so holds no writes back.
-func firstPass(ctx context.Context, pub *publish.Publisher, ctrl *controller.Controller, writes bool) {
+func firstPass(ctx context.Context, pub *publishers, ctrl *controller.Controller, writes bool) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if waitReady(ctx, ctrl) == nil && writes {
@@ -385,7 +386,7 @@ func waitUntil(ctx context.Context, cond func() bool) error {
 
 // once waits until everything is published and writes a summary. It fails at
 // once when an instance of another scope runs with the same owner id.
-func once(ctx context.Context, cfg Config, pub *publish.Publisher, ctrl *controller.Controller, reg *registry.Registry) error {
+func once(ctx context.Context, cfg Config, pub *publishers, ctrl *controller.Controller, reg *registry.Registry) error {
 	timeout := cfg.OnceTimeout
 	if timeout == 0 {
 		timeout = 2 * time.Minute
@@ -456,7 +457,7 @@ func (l guardList) Compares() ([]clientv3.Cmp, error) {
 }
 
 // register exposes the components' counters as metrics.
-func register(m *metrics.Metrics, cfg Config, pub *publish.Publisher, ctrl *controller.Controller, el *leader.Elector, reg *registry.Registry, events *eventGate) {
+func register(m *metrics.Metrics, cfg Config, pub *publishers, ctrl *controller.Controller, el *leader.Elector, reg *registry.Registry, events *eventGate) {
 	zones := dnsname.WithReverse(cfg.Source.Zones, cfg.ReverseZones)
 	zoneOf := func(stored string) string {
 		best := ""

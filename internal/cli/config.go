@@ -269,6 +269,16 @@ func (o *options) sourceConfig(zones dnsname.Zones) (source.Config, error) {
 	if cfg.AddressSource, err = source.ParseMode(o.addressSource); err != nil {
 		return cfg, fmt.Errorf("--address-source: %w", err)
 	}
+	for _, s := range o.views {
+		v, err := source.ParseView(s)
+		if err != nil {
+			return cfg, fmt.Errorf("--view: %w", err)
+		}
+		if slices.ContainsFunc(cfg.Views, func(w source.View) bool { return w.Name == v.Name }) {
+			return cfg, fmt.Errorf("--view: view %q is given twice", v.Name)
+		}
+		cfg.Views = append(cfg.Views, v)
+	}
 	for _, t := range o.nodeAddrTypes {
 		switch at := corev1.NodeAddressType(t); at {
 		case corev1.NodeExternalIP, corev1.NodeInternalIP:

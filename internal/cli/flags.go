@@ -33,6 +33,7 @@ type options struct {
 	apexNamespaces   []string
 	resync           time.Duration
 	addressSource    string
+	views            []string
 	lbClass          string
 	nodeAddrTypes    []string
 	ingressService   string
@@ -101,6 +102,7 @@ func flags(o *options) *pflag.FlagSet {
 	fs.StringSliceVar(&o.apexNamespaces, "apex-namespaces", nil, "namespaces whose objects may publish a zone's apex (e.g. example.org itself), comma-separated; no other namespace may")
 	fs.DurationVar(&o.resync, "resync-interval", 5*time.Minute, "forced full reconciliation period (0 disables)")
 	fs.StringVar(&o.addressSource, "address-source", "auto", "where addresses come from: auto, nodes, pods or status")
+	fs.StringArrayVar(&o.views, "view", nil, "a view besides the default one, NAME=ADDRESS-SOURCE (e.g. internal=pods; auto, nodes, pods, status or cluster-ip): every name is also published under <etcd-prefix>-NAME with the Services' addresses from that source, for CoreDNS's view plugin to answer the view's clients from; repeatable")
 	fs.StringVar(&o.lbClass, "load-balancer-class", "", "implement LoadBalancer Services of this class; empty means those without a class")
 	fs.StringSliceVar(&o.nodeAddrTypes, "node-address-types", []string{"ExternalIP", "InternalIP"}, "node address types to publish, in order of preference")
 	fs.StringVar(&o.ingressService, "ingress-service", "", "namespace/name of the ingress controller's Service; Ingresses without a status get its addresses")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -90,13 +91,17 @@ type Config struct {
 	// CustomResourceDefinitions, so that Gateway API CRDs installed later
 	// are picked up within seconds rather than at the next GatewayPoll.
 	CRDs metadata.Interface
-	Log  logrus.FieldLogger
+	// Views are the publishers of the views besides the default one, by
+	// view name (Source.Views): each gets the records of every name in its
+	// view (see rank.Result.Views).
+	Views map[string]Publisher
+	Log   logrus.FieldLogger
 }
 
 // Controller turns Services and Ingresses into records.
 type Controller struct {
 	cfg      Config
-	pub      Publisher
+	pub      publishers
 	recorder record.EventRecorder
 	kube     API
 
@@ -228,7 +233,7 @@ func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Co
 	c := &Controller{
 		cfg:      cfg,
 		gw:       gw,
-		pub:      pub,
+		pub:      publishers{Publisher: pub, views: cfg.Views},
 		recorder: recorder,
 		kube:     kube,
 		caches: caches{
@@ -269,7 +274,7 @@ func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Co
 
 // newIndex returns the ranking index of cfg.
 func newIndex(cfg Config) *rank.Index {
-	x := rank.NewIndex(cfg.Source.MaxAddresses)
+	x := rank.NewIndex(cfg.Source.MaxAddresses, slices.Sorted(maps.Keys(cfg.Views))...)
 	x.SetReverseZones(cfg.ReverseZones)
 	return x
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -29,8 +30,10 @@ type outcome struct {
 	unchanged map[string]bool
 }
 
-// wanted is what is wanted at one stored name.
+// wanted is what is wanted at one stored name, in the default view or in
+// the view named.
 type wanted struct {
+	view   string
 	stored string
 	want   publish.Want
 }
@@ -86,7 +89,7 @@ func (c *Controller) decideLocked(f func(out *outcome)) {
 // is a dry run, targets to the prober, status to the status queue while
 // leading, and requeued keys to the queue.
 func (c *Controller) apply(out outcome) {
-	c.order.hand(out.seq, out.records, c.pub.Set)
+	c.order.hand(out.seq, out.records, c.pub.set)
 	for _, p := range out.probes {
 		c.health.prober.Want(p.source, p.targets)
 	}
@@ -133,7 +136,7 @@ func (o *order) begin() uint64 {
 
 // hand gives the records of decision seq to set, but for the stored names a
 // later decision has set already. Decision 0 (none) hands nothing.
-func (o *order) hand(seq uint64, records []wanted, set func(stored string, w publish.Want)) {
+func (o *order) hand(seq uint64, records []wanted, set func(view, stored string, w publish.Want)) {
 	if seq == 0 {
 		return
 	}
@@ -153,11 +156,56 @@ func (o *order) hand(seq uint64, records []wanted, set func(stored string, w pub
 		if note {
 			o.last[r.stored] = seq
 		}
-		set(r.stored, r.want)
+		set(r.view, r.stored, r.want)
 	}
 	if o.inFlight--; o.inFlight == 0 {
 		// No older decision can come any more; a new map rather than a
 		// cleared one, which would keep the room of every name noted.
 		o.last = nil
 	}
+}
+
+// publishers are the default view's publisher and those of the views.
+type publishers struct {
+	Publisher                      // the default view's
+	views     map[string]Publisher // by view name
+}
+
+// set hands what is wanted at a stored name to its view's publisher.
+func (p publishers) set(view, stored string, w publish.Want) {
+	if view == "" {
+		p.Publisher.Set(stored, w)
+		return
+	}
+	p.views[view].Set(stored, w)
+}
+
+// Complete says to every publisher that every wanted name has been Set.
+func (p publishers) Complete() {
+	p.Publisher.Complete()
+	for _, v := range p.views {
+		v.Complete()
+	}
+}
+
+// Resync has every publisher compare everything with etcd once more.
+func (p publishers) Resync() {
+	p.Publisher.Resync()
+	for _, v := range p.views {
+		v.Resync()
+	}
+}
+
+// WaitIdle waits until every publisher has written everything Set, or ctx
+// ends.
+func (p publishers) WaitIdle(ctx context.Context) error {
+	if err := p.Publisher.WaitIdle(ctx); err != nil {
+		return err
+	}
+	for _, v := range p.views {
+		if err := v.WaitIdle(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -68,7 +68,7 @@ func TestOrderHandsTheLatestDecision(t *testing.T) {
 			}
 			got := map[string]string{}
 			for _, i := range tt.handed {
-				o.hand(seqs[i], tt.decisions[i], func(stored string, w publish.Want) { got[stored] = w.Records[0].Host })
+				o.hand(seqs[i], tt.decisions[i], func(_, stored string, w publish.Want) { got[stored] = w.Records[0].Host })
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("records set (-want +got):\n%s", diff)

@@ -16,6 +16,7 @@ import (
 // Index holds the publications of all objects, grouped for resolution.
 type Index struct {
 	maxAddrs int                            // addresses per name
+	views    []string                       // the views besides the default one (see source.View)
 	pubs     map[string]*source.Publication // by source
 	members  map[string]map[string]struct{} // group -> sources with a name in it
 	// published holds, by group, the stored names of its last resolution: a
@@ -66,6 +67,11 @@ type Result struct {
 	// Clusters holds, for each shared stored name, how this cluster takes
 	// part in answering it (see arbitrate.Share).
 	Clusters map[string]Cluster
+	// Views holds, for each view of the Index, the records of every stored
+	// name of Records in that view: the same owners and names, with the
+	// addresses of the view (source.Publication.ViewAddresses). A name's
+	// records that are the same in a view are the same slice.
+	Views map[string]map[string][]skydns.Record
 }
 
 // Cluster is how this cluster takes part in answering a shared name.
@@ -109,13 +115,15 @@ func clusterOf(claims []claim, problems map[string][]source.Problem) Cluster {
 }
 
 // NewIndex returns an empty Index that publishes at most maxAddrs addresses per
-// name (source.DefaultMaxAddresses when 0).
-func NewIndex(maxAddrs int) *Index {
+// name (source.DefaultMaxAddresses when 0), in the default view and in the
+// views named.
+func NewIndex(maxAddrs int, views ...string) *Index {
 	if maxAddrs <= 0 {
 		maxAddrs = source.DefaultMaxAddresses
 	}
 	return &Index{
 		maxAddrs:  maxAddrs,
+		views:     views,
 		pubs:      make(map[string]*source.Publication),
 		members:   make(map[string]map[string]struct{}),
 		published: make(map[string][]string),
@@ -258,6 +266,15 @@ func (x *Index) Resolve(group string) Result {
 	for _, name := range x.published[group] {
 		res.Records[name] = nil
 	}
+	if len(x.views) > 0 {
+		res.Views = make(map[string]map[string][]skydns.Record, len(x.views))
+		for _, v := range x.views {
+			res.Views[v] = make(map[string][]skydns.Record, len(res.Records))
+			for _, name := range x.published[group] {
+				res.Views[v][name] = nil
+			}
+		}
+	}
 
 	sc := &x.scratch
 	defer sc.reset()
@@ -304,8 +321,11 @@ func (x *Index) Resolve(group string) Result {
 		names[stored] = struct{}{}
 		// The name's SRV records are kept with its records, under its
 		// claim: a cluster that shares the name decides on them as on it.
-		recs := records(stored, granted[stored], x.maxAddrs, res.Problems)
+		recs := records(stored, granted[stored], x.maxAddrs, res.Problems, defaultView)
 		res.Records[stored] = appendSRV(recs, stored, granted[stored])
+		for _, v := range x.views {
+			res.Views[v][stored] = x.viewRecords(v, stored, granted[stored], res.Records[stored])
+		}
 		if !slices.ContainsFunc(granted[stored], func(c claim) bool { return !c.pub.Shared }) {
 			res.Shared[stored] = true
 			res.Clusters[stored] = clusterOf(granted[stored], res.Problems)
@@ -365,18 +385,18 @@ func ancestors(n dnsname.Placed) []string {
 // over CNAME targets, a name has at most one CNAME, and never one to itself or
 // a name beneath it. All records of a name get
 // the smallest TTL among its claims, since an RRset has one TTL.
-func records(stored string, claims []claim, maxAddrs int, problems map[string][]source.Problem) []skydns.Record {
+func records(stored string, claims []claim, maxAddrs int, problems map[string][]source.Problem, addresses func(*source.Publication) []netip.Addr) []skydns.Record {
 	ttl := claims[0].pub.TTL
 	// The addresses of one claim are its publication's, sorted and unique
 	// already; those of several are merged, each from its first claim.
-	addrs := claims[0].pub.Addresses
+	addrs := addresses(claims[0].pub)
 	var sources map[netip.Addr]string
 	if len(claims) > 1 {
 		sources = make(map[netip.Addr]string)
 		addrs = nil
 		for _, c := range claims {
 			ttl = min(ttl, c.pub.TTL)
-			for _, a := range c.pub.Addresses {
+			for _, a := range addresses(c.pub) {
 				if _, ok := sources[a]; !ok {
 					sources[a] = c.pub.Source
 					addrs = append(addrs, a)
@@ -446,6 +466,20 @@ func records(stored string, claims []claim, maxAddrs int, problems map[string][]
 	return out
 }
 
+// defaultView returns the addresses of a publication in the default view.
+func defaultView(p *source.Publication) []netip.Addr { return p.Addresses }
+
+// viewRecords returns the records of a stored name in view v, given the
+// granted claims and its records in the default view: those records
+// themselves when no claim has addresses of its own in v.
+func (x *Index) viewRecords(v, stored string, claims []claim, def []skydns.Record) []skydns.Record {
+	if !slices.ContainsFunc(claims, func(c claim) bool { _, ok := c.pub.Views[v]; return ok }) {
+		return def
+	}
+	recs := records(stored, claims, x.maxAddrs, nil, func(p *source.Publication) []netip.Addr { return p.ViewAddresses(v) })
+	return appendSRV(recs, stored, claims)
+}
+
 // appendSRV appends to recs, the records of a name's granted claims, their
 // SRV records: for each named port of each claim, _<port>._<protocol>.<name>
 // with the name itself as the target, one per distinct port. They are stored
@@ -478,8 +512,10 @@ func appendSRV(recs []skydns.Record, stored string, claims []claim) []skydns.Rec
 	return recs
 }
 
+// addProblem adds p to the problems of src, unless it is there already or
+// problems is nil (a view's records, whose problems are the default view's).
 func addProblem(problems map[string][]source.Problem, src string, p source.Problem) {
-	if !slices.Contains(problems[src], p) {
+	if problems != nil && !slices.Contains(problems[src], p) {
 		problems[src] = append(problems[src], p)
 	}
 }

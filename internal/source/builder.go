@@ -64,6 +64,9 @@ type Config struct {
 
 	// AddressSource is the address source of the Services skylb implements.
 	AddressSource Mode
+	// Views are the views besides the default one, each with its own
+	// address source for Services (see View).
+	Views []View
 	// LoadBalancerClass is the class of Services skylb implements; empty means
 	// those without a class.
 	LoadBalancerClass string
@@ -187,6 +190,7 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 		p.WriteStatus = true
 		p.Status = b.loadBalancerStatus(p, svc)
 	}
+	b.viewAddresses(p, svc, implemented)
 	return p
 }
 

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
 	"time"
@@ -30,8 +31,12 @@ type Publication struct {
 	Created   time.Time
 	Names     []Name
 	Addresses []netip.Addr // sorted, unique
-	Targets   []string     // CNAME targets, sorted, unique; used only without addresses
-	Problems  []Problem    // what was refused while reading the object
+	// Views are the addresses of the views (Config.Views) whose address
+	// source differs from the object's, sorted and unique; nil without
+	// views (see ViewAddresses).
+	Views    map[string][]netip.Addr
+	Targets  []string  // CNAME targets, sorted, unique; used only without addresses
+	Problems []Problem // what was refused while reading the object
 	// Ports are the named ports published as SRV records beneath each name.
 	Ports []Port
 	// ClusterPolicy and ClusterPriority (below) say how the clusters
@@ -140,7 +145,8 @@ func (p *Publication) Equal(q *Publication) bool {
 		slices.Equal(p.Ports, q.Ports) &&
 		p.Mode == q.Mode && p.WriteStatus == q.WriteStatus && StatusEqual(p.Status, q.Status) &&
 		healthEqual(p.Health, q.Health) && p.HealthPort == q.HealthPort && p.Select == q.Select && p.Unhealthy == q.Unhealthy &&
-		p.Shared == q.Shared && p.ClusterPolicy == q.ClusterPolicy && p.ClusterPriority == q.ClusterPriority
+		p.Shared == q.Shared && p.ClusterPolicy == q.ClusterPolicy && p.ClusterPriority == q.ClusterPriority &&
+		maps.EqualFunc(p.Views, q.Views, slices.Equal)
 }
 
 // healthEqual reports whether two health checks are the same; nil is none.

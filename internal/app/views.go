@@ -1,0 +1,104 @@
+package app
+
+import (
+	"context"
+	"sync"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/skylb/skylb/internal/controller"
+	"github.com/skylb/skylb/internal/publish"
+	"github.com/skylb/skylb/internal/skydns"
+)
+
+// publishers are the publisher of the default view and those of the views
+// (source.Config.Views). The default view's holds the claims and tells the
+// controller of other clusters'; each view's writes the records of its view
+// under its own prefix, skydns.ViewPrefix. They run, lead and are ready
+// together.
+type publishers struct {
+	*publish.Publisher                             // the default view's
+	views              map[string]*publish.Publisher // by view name
+}
+
+// viewPublishers returns a publisher for each view of cfg, configured as the
+// default view's (def) but for its prefix: no claims, since the default
+// view's claims hold the names in every view, and no propagation metric,
+// which the default view's measures.
+func viewPublishers(etcd *clientv3.Client, cfg Config, def publish.Config) map[string]*publish.Publisher {
+	if len(cfg.Source.Views) == 0 {
+		return nil
+	}
+	out := make(map[string]*publish.Publisher, len(cfg.Source.Views))
+	for _, v := range cfg.Source.Views {
+		c := def
+		c.Prefix = skydns.ViewPrefix(cfg.Prefix, v.Name)
+		c.ClaimPrefix = ""
+		c.ObservePropagation = nil
+		c.Log = def.Log.WithField("view", v.Name)
+		out[v.Name] = publish.New(etcd, c)
+	}
+	return out
+}
+
+// controllerViews returns the views' publishers as the controller takes them.
+func controllerViews(views map[string]*publish.Publisher) map[string]controller.Publisher {
+	if len(views) == 0 {
+		return nil
+	}
+	out := make(map[string]controller.Publisher, len(views))
+	for name, p := range views {
+		out[name] = p
+	}
+	return out
+}
+
+// Run runs every publisher until ctx ends.
+func (p *publishers) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, v := range p.views {
+		wg.Go(func() { v.Run(ctx) })
+	}
+	p.Publisher.Run(ctx)
+	wg.Wait()
+}
+
+// SetActive starts or stops every publisher's writes.
+func (p *publishers) SetActive(active bool) {
+	p.Publisher.SetActive(active)
+	for _, v := range p.views {
+		v.SetActive(active)
+	}
+}
+
+// Ready reports whether every publisher has loaded its view of etcd.
+func (p *publishers) Ready() bool {
+	for _, v := range p.views {
+		if !v.Ready() {
+			return false
+		}
+	}
+	return p.Publisher.Ready()
+}
+
+// Resync has every publisher compare everything with etcd once more.
+func (p *publishers) Resync() {
+	p.Publisher.Resync()
+	for _, v := range p.views {
+		v.Resync()
+	}
+}
+
+// WaitIdle waits until every publisher has written everything it was
+// given, or ctx ends.
+func (p *publishers) WaitIdle(ctx context.Context) error {
+	if err := p.Publisher.WaitIdle(ctx); err != nil {
+		return err
+	}
+	for _, v := range p.views {
+		if err := v.WaitIdle(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,73 @@
+package rank
+
+import (
+	"net/netip"
+	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
+
+	"github.com/skylb/skylb/internal/skydns"
+	"github.com/skylb/skylb/internal/source"
+)
+
+// viewAddrs sets the addresses of a publication in one view.
+func viewAddrs(view string, as ...string) pubOpt {
+	return func(p *source.Publication) {
+		if p.Views == nil {
+			p.Views = map[string][]netip.Addr{}
+		}
+		p.Views[view] = []netip.Addr{}
+		for _, a := range as {
+			p.Views[view] = append(p.Views[view], netip.MustParseAddr(a))
+		}
+	}
+}
+
+// TestResolveViews checks that a view gets the names and owners of the
+// default view with the addresses of its own, its SRV records too, none
+// when it has no addresses, and the default view's records where no object
+// has addresses of its own in the view.
+func TestResolveViews(t *testing.T) {
+	x := NewIndex(0, "internal")
+	web := pub("service/shop/web", 1, names("web.example.org"), addrs("192.0.2.10"), viewAddrs("internal", "10.244.0.5", "10.244.1.5"),
+		ports(source.Port{Name: "http", Protocol: "tcp", Number: 80}))
+	// Its name is taken: the view does not give it the name.
+	late := pub("service/other/web", 2, names("web.example.org"), addrs("192.0.2.99"), viewAddrs("internal", "10.244.9.9"))
+	api := pub("service/shop/api", 1, names("api.example.org"), addrs("192.0.2.11"))
+	db := pub("service/shop/db", 1, names("db.example.org"), addrs("192.0.2.12"), viewAddrs("internal"))
+	for _, p := range []*source.Publication{web, late, api, db} {
+		x.Update(p.Source, p)
+	}
+	got := map[string][]skydns.Record{}
+	for _, g := range x.Groups() {
+		res := x.Resolve(g)
+		for name, recs := range res.Views["internal"] {
+			got[name] = recs
+		}
+		if len(res.Views) != 1 {
+			t.Errorf("group %s: views %v, want internal only", g, res.Views)
+		}
+	}
+	want := map[string][]skydns.Record{
+		"web.example.org": {
+			rec("web.example.org", "10.244.0.5", 300, web.Source), rec("web.example.org", "10.244.1.5", 300, web.Source),
+			srv("_http._tcp.web.example.org", "web.example.org", 80, 300, web.Source),
+		},
+		"api.example.org": {rec("api.example.org", "192.0.2.11", 300, api.Source)},
+		"db.example.org":  nil,
+	}
+	if diff := gocmp.Diff(want, got, resultOpts); diff != "" {
+		t.Errorf("records of the view internal (-want +got):\n%s", diff)
+	}
+	// The default view is unchanged by the views.
+	def := resolveAll(x).Records
+	if diff := gocmp.Diff([]skydns.Record{rec("web.example.org", "192.0.2.10", 300, web.Source), srv("_http._tcp.web.example.org", "web.example.org", 80, 300, web.Source)}, def["web.example.org"]); diff != "" {
+		t.Errorf("default view of web (-want +got):\n%s", diff)
+	}
+	// A name no longer published maps to nil in the views too.
+	x.Update(api.Source, nil)
+	res := x.Resolve(GroupOf(api.Names[0].Placed))
+	if recs, ok := res.Views["internal"]["api.example.org"]; !ok || recs != nil {
+		t.Errorf("a name withdrawn: view internal has %v (present %v), want nil", recs, ok)
+	}
+}
