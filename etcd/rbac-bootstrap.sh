@@ -6,6 +6,9 @@
 #                 readwrite /skylb/   (metadata: leader election, claims with
 #                                      each cluster's verdict on shared names)
 #   role coredns  read      /skydns/
+#   and for each view of SKYLB_VIEWS (skylb --view NAME=...), its records:
+#   role skylb    readwrite /skydns-NAME/
+#   role coredns  read      /skydns-NAME/
 #   users skylb, coredns, root (root has role root), all without password:
 #   they authenticate with a client certificate whose CN is the user name.
 #
@@ -14,7 +17,10 @@
 #   ETCDCTL_CERT=.../root.crt ETCDCTL_KEY=.../root.key etcd/rbac-bootstrap.sh
 # or the same as etcdctl flags after the script name:
 #   etcd/rbac-bootstrap.sh --endpoints=... --cacert=... --cert=... --key=...
-# Env: SKYLB_ETCDCTL (etcdctl binary, default <repo>/bin/etcdctl).
+# Env: SKYLB_ETCDCTL (etcdctl binary, default <repo>/bin/etcdctl);
+# SKYLB_VIEWS, the names of skylb's views, separated by commas or spaces
+# (default none). Grants are added, never removed: a view dropped keeps its
+# grants until they are revoked by hand.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -89,6 +95,16 @@ grant skylb readwrite /skylb/
 
 ensure_role coredns
 grant coredns read /skydns/
+
+views=${SKYLB_VIEWS:-}
+for view in ${views//,/ }; do
+	if ! [[ $view =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]]; then
+		echo "rbac: SKYLB_VIEWS: $view is not a view name (a lower-case DNS label)" >&2
+		exit 2
+	fi
+	grant skylb readwrite "/skydns-$view/"
+	grant coredns read "/skydns-$view/"
+done
 
 ensure_user root root
 ensure_user skylb skylb

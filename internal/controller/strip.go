@@ -17,15 +17,31 @@ import (
 
 // The informers' transform: what the caches keep of each object.
 
-// transform returns the informers' transform for the labels read with z and sc.
-func transform(z *ZoneConfig, sc scope.Scope) func(any) (any, error) {
+// transform returns the informers' transform for the labels read with z and
+// sc; with views, it keeps the Services' ClusterIPs too.
+func transform(z *ZoneConfig, sc scope.Scope, views bool) func(any) (any, error) {
 	var ns labels.Selector
 	if z != nil {
 		ns = z.NameserverSelector
 	}
 	keep, keepAll := labelsRead(ns, sc.Selector)
 	keep[source.LabelGatewayName] = true
-	return stripper(keep, keepAll)
+	strip := stripper(keep, keepAll)
+	if !views {
+		return strip
+	}
+	// A view may publish a Service's ClusterIPs (source.ModeClusterIP):
+	// with views, they are kept.
+	return func(obj any) (any, error) {
+		svc, ok := obj.(*corev1.Service)
+		if !ok {
+			return strip(obj)
+		}
+		ips := svc.Spec.ClusterIPs
+		out, err := strip(obj)
+		svc.Spec.ClusterIPs = ips
+		return out, err
+	}
 }
 
 // labelsRead returns the label keys skylb reads on objects besides the

@@ -43,8 +43,10 @@ var nodes = []stack.NodeSpec{
 var reverseZones = []string{"192.0.2.0/24", "2001:db8::/32"}
 
 // skylbArgs are the flags of the skylb under test, besides those the stack sets.
+// skylb publishes the view internal too: every test runs with it, and
+// views_test.go asks CoreDNS from that view's client address.
 var skylbArgs = []string{"--default-namespace=default", "--resync-interval=1m", "--log-level=debug", "--apex-namespaces=owner",
-	"--reverse-zone=" + reverseZones[0], "--reverse-zone=" + reverseZones[1]}
+	"--reverse-zone=" + reverseZones[0], "--reverse-zone=" + reverseZones[1], "--view=internal=pods"}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -69,7 +71,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	st, err = stack.Start(ctx, stack.Options{Root: root, Dir: dir, Zone: "example.org", ReverseZones: reverseZones, Log: os.Stderr})
+	st, err = stack.Start(ctx, stack.Options{Root: root, Dir: dir, Zone: "example.org", ReverseZones: reverseZones, Views: []string{"internal"}, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start stack:", err)
 		return 1

@@ -12,8 +12,9 @@
 // (missing a plugin?)"). The plugins are those of coredns/Corefile (bind,
 // errors, log, health, ready, prometheus, cache, loadbalance, etcd) and of
 // the cluster DNS the real-cluster test runs (test/cluster: kubernetes),
-// and file, which serves the serving benchmark's ceiling (test/bench) and
-// the zone file an operator may put beside the etcd plugin.
+// file, which serves the serving benchmark's ceiling (test/bench) and
+// the zone file an operator may put beside the etcd plugin, and view, which
+// answers the clients of skylb's views from their own records (coredns/README.md).
 // Left out: the cloud DNS providers and their SDKs, tracing, dnstap, QUIC,
 // gRPC, and the rest.
 package main
@@ -32,6 +33,7 @@ import (
 	_ "github.com/coredns/coredns/plugin/log"
 	_ "github.com/coredns/coredns/plugin/metrics"
 	_ "github.com/coredns/coredns/plugin/ready"
+	_ "github.com/coredns/coredns/plugin/view"
 )
 
 func main() {

@@ -1,0 +1,173 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skylb/skylb/test/stack"
+)
+
+// insideAddr is the client address of the view internal in the CoreDNS that
+// views starts; every other loopback address is outside.
+const insideAddr = "127.0.0.2"
+
+var (
+	viewsOnce sync.Once
+	viewsAddr string
+	viewsErr  error
+)
+
+// views returns the address of a CoreDNS serving the shipped Corefile with
+// the shipped example of a view's block (coredns/internal.view.example) as
+// internal.view beside it, its networks narrowed to insideAddr.
+func views(t *testing.T) string {
+	t.Helper()
+	viewsOnce.Do(func() {
+		dir := filepath.Join(st.Dir, "coredns-views")
+		if viewsErr = os.MkdirAll(dir, 0o755); viewsErr != nil {
+			return
+		}
+		var corefile, example []byte
+		if corefile, viewsErr = os.ReadFile(filepath.Join(st.Root, "coredns", "Corefile")); viewsErr != nil {
+			return
+		}
+		if example, viewsErr = os.ReadFile(filepath.Join(st.Root, "coredns", "internal.view.example")); viewsErr != nil {
+			return
+		}
+		const networks = "expr incidr(client_ip(), '10.0.0.0/8') || incidr(client_ip(), '192.168.0.0/16')"
+		if !strings.Contains(string(example), networks) {
+			viewsErr = fmt.Errorf("coredns/internal.view.example has no line %q", networks)
+			return
+		}
+		view := strings.Replace(string(example), networks, "expr incidr(client_ip(), '"+insideAddr+"/32')", 1)
+		if viewsErr = os.WriteFile(filepath.Join(dir, "internal.view"), []byte(view), 0o644); viewsErr != nil {
+			return
+		}
+		if viewsErr = os.WriteFile(filepath.Join(dir, "Corefile"), corefile, 0o644); viewsErr != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, viewsAddr, viewsErr = st.StartCoreDNS(ctx, "coredns-views", filepath.Join(dir, "Corefile"), 0)
+	})
+	if viewsErr != nil {
+		t.Fatalf("CoreDNS with the view internal: %v", viewsErr)
+	}
+	return viewsAddr
+}
+
+// queryFrom asks server for the A records of name from the loopback address
+// from, and returns the rcode and the sorted addresses.
+func queryFrom(server, from, name string) (int, []string, error) {
+	c := &dns.Client{Timeout: 2 * time.Second, Dialer: &net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP(from)}}}
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), dns.TypeA)
+	r, _, err := c.Exchange(m, server)
+	if err != nil {
+		return 0, nil, err
+	}
+	return r.Rcode, stack.Answers(r), nil
+}
+
+// endpointState returns, as the API server has them now, the addresses of
+// the ready endpoints of a Service and the addresses of their nodes.
+func endpointState(t *testing.T, ns, svc string) (pods, nodeAddrs []string) {
+	t.Helper()
+	slices_, err := st.Kube.DiscoveryV1().EndpointSlices(ns).List(ctxT(t), metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range slices_.Items {
+		if s.AddressType != discoveryv1.AddressTypeIPv4 {
+			continue
+		}
+		for _, ep := range s.Endpoints {
+			if ep.Conditions.Ready == nil || !*ep.Conditions.Ready || ep.NodeName == nil {
+				continue
+			}
+			pods = append(pods, ep.Addresses...)
+			for _, n := range nodes {
+				if n.Name == *ep.NodeName {
+					nodeAddrs = append(nodeAddrs, n.InternalIP[0])
+				}
+			}
+		}
+	}
+	slices.Sort(pods)
+	slices.Sort(nodeAddrs)
+	return pods, slices.Compact(nodeAddrs)
+}
+
+// TestViews checks split horizon through the real CoreDNS with the shipped
+// Corefile and view block: the same name answers the inside client with the
+// pods (the view's address source, --view=internal=pods) and the outside one
+// with the nodes, both following a change; an annotation gives one Service
+// its ClusterIP inside; and the view's records are under /skydns-internal/,
+// which CoreDNS's etcd user may read.
+func TestViews(t *testing.T) {
+	server := views(t)
+	namespace(t, "views")
+	deploy(t, "views", "web", 2, "")
+	svc := lbService(t, "views", "web")
+	name := "web.views.example.org"
+	// Both views as the API says at the moment of each answer: a change in
+	// flight is compared with the state it brings.
+	answered := func(limit time.Duration, replicas int) {
+		t.Helper()
+		stack.Eventually(t, limit, fmt.Sprintf("%s answers the pods inside and their nodes outside (%d replicas)", name, replicas), func() (bool, string) {
+			pods, nodeAddrs := endpointState(t, "views", "web")
+			_, inside, err := queryFrom(server, insideAddr, name)
+			if err != nil {
+				return false, err.Error()
+			}
+			_, outside, err := queryFrom(server, "127.0.0.1", name)
+			if err != nil {
+				return false, err.Error()
+			}
+			ok := len(pods) == replicas && slices.Equal(inside, pods) && slices.Equal(outside, nodeAddrs)
+			return ok, fmt.Sprintf("inside %q, outside %q; the API: pods %q on nodes %q", inside, outside, pods, nodeAddrs)
+		})
+	}
+	answered(slow, 2)
+	scale(t, "views", "web", 3)
+	answered(slow, 3)
+
+	// The view's records, as etcdctl get --prefix /skydns-internal/ shows
+	// them to CoreDNS's user.
+	resp, err := etcdAs(t, "coredns").Get(ctxT(t), "/skydns-internal/org/example/views/web/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatalf("read /skydns-internal/ as coredns: %v", err)
+	}
+	if len(resp.Kvs) == 0 {
+		t.Fatal("no records under /skydns-internal/org/example/views/web/")
+	}
+
+	// An annotation gives the Service its ClusterIP in the view.
+	updateService(t, "views", "web", func(s *corev1.Service) {
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations["skylb.io/address-source.internal"] = "cluster-ip"
+	})
+	stack.Eventually(t, quick+2*time.Second, name+" answers its ClusterIP inside", func() (bool, string) {
+		_, inside, err := queryFrom(server, insideAddr, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.Equal(inside, svc.Spec.ClusterIPs), fmt.Sprintf("inside %q, ClusterIPs %q", inside, svc.Spec.ClusterIPs)
+	})
+}
