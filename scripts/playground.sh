@@ -21,7 +21,9 @@
 # CoreDNS, a simulated kubelet and skylb; three Nodes node-1..3 (192.0.2.11-13,
 # PodCIDRs 10.244.1-3.0/24); and in namespace demo a Deployment web (3 pods),
 # a LoadBalancer Service web (also www.example.org) and an Ingress shop
-# (shop.example.org). It returns once skylb is ready and web.demo.example.org
+# (shop.example.org). skylb runs with the view internal (--view=internal=pods),
+# which CoreDNS answers queries from 127.0.0.2 with (.playground/coredns/
+# internal.view). It returns once skylb is ready and web.demo.example.org
 # answers through CoreDNS.
 #
 # Fixed ports (127.0.0.1):

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,32 +35,14 @@ var (
 func views(t *testing.T) string {
 	t.Helper()
 	viewsOnce.Do(func() {
-		dir := filepath.Join(st.Dir, "coredns-views")
-		if viewsErr = os.MkdirAll(dir, 0o755); viewsErr != nil {
-			return
-		}
-		var corefile, example []byte
-		if corefile, viewsErr = os.ReadFile(filepath.Join(st.Root, "coredns", "Corefile")); viewsErr != nil {
-			return
-		}
-		if example, viewsErr = os.ReadFile(filepath.Join(st.Root, "coredns", "internal.view.example")); viewsErr != nil {
-			return
-		}
-		const networks = "expr incidr(client_ip(), '10.0.0.0/8') || incidr(client_ip(), '192.168.0.0/16')"
-		if !strings.Contains(string(example), networks) {
-			viewsErr = fmt.Errorf("coredns/internal.view.example has no line %q", networks)
-			return
-		}
-		view := strings.Replace(string(example), networks, "expr incidr(client_ip(), '"+insideAddr+"/32')", 1)
-		if viewsErr = os.WriteFile(filepath.Join(dir, "internal.view"), []byte(view), 0o644); viewsErr != nil {
-			return
-		}
-		if viewsErr = os.WriteFile(filepath.Join(dir, "Corefile"), corefile, 0o644); viewsErr != nil {
+		var corefile string
+		corefile, viewsErr = stack.ViewCorefile(st.Root, filepath.Join(st.Dir, "coredns-views"), map[string]string{"internal": insideAddr + "/32"})
+		if viewsErr != nil {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_, viewsAddr, viewsErr = st.StartCoreDNS(ctx, "coredns-views", filepath.Join(dir, "Corefile"), 0)
+		_, viewsAddr, viewsErr = st.StartCoreDNS(ctx, "coredns-views", corefile, 0)
 	})
 	if viewsErr != nil {
 		t.Fatalf("CoreDNS with the view internal: %v", viewsErr)

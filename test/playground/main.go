@@ -80,7 +80,14 @@ var skylbArgs = []string{
 	"--nameserver=ns1=127.0.0.1",
 	// The nodes' addresses get PTR records (CoreDNS serves the zone too).
 	"--reverse-zone=" + reverseZone,
+	// The view internal: its clients (insideClient) get the pods' addresses.
+	"--view=internal=pods",
 }
+
+// insideClient is the client network of the view internal in CoreDNS's
+// internal.view: queries sent from 127.0.0.2 are answered from the view's
+// records, those from any other address from the default ones.
+const insideClient = "127.0.0.2"
 
 // reverseZone is the reverse zone of the nodes' addresses.
 const reverseZone = "192.0.2.0/24"
@@ -179,8 +186,12 @@ func up(ctx context.Context, root, dir string, buildFlags []string) (err error) 
 		return lerr
 	}
 
+	corefile, err := stack.ViewCorefile(root, filepath.Join(dir, "coredns"), map[string]string{"internal": insideClient + "/32"})
+	if err != nil {
+		return err
+	}
 	opts := stack.Options{Root: root, Dir: dir, Zone: zone, ReverseZones: []string{reverseZone}, Detach: true, Ports: Ports, CacheTTL: 1, Log: os.Stdout,
-		SkylbBuildFlags: buildFlags}
+		SkylbBuildFlags: buildFlags, Corefile: corefile, Views: []string{"internal"}}
 	s, err := stack.Start(ctx, opts)
 	if err != nil {
 		return err
@@ -435,6 +446,8 @@ func printInstructions(root string, s *stack.Stack) {
 	cmd("Ingress demo/shop (no status of its own: --ingress-service=demo/web)", dig+" shop.example.org +short")
 	cmd("the zone's nameserver (--nameserver=ns1=127.0.0.1) and its address", dig+" example.org NS +short; "+dig+" ns1.ns.dns.example.org +short")
 	cmd("a node's address, back to a name that publishes it: the oldest object's (--reverse-zone="+reverseZone+")", dig+" -x 192.0.2.11 +short")
+	cmd("the same Service asked from "+insideClient+", a client of the view internal ("+rel(root, filepath.Join(s.Dir, "coredns", "internal.view"))+", --view=internal=pods): its pods' addresses",
+		dig+" -b "+insideClient+" web.demo.example.org +short")
 	section("Kubernetes: API server " + s.APIServerURL)
 	if kubectlHint != "" {
 		cmd("", kubectlHint)
@@ -445,6 +458,7 @@ func printInstructions(root string, s *stack.Stack) {
 	cmd("what skylb reports", kc+" get events -n demo --field-selector source=skylb")
 	section("etcd: " + s.EtcdURL + " as the read-only user coredns (root.crt/root.key for user root)")
 	cmd("the records CoreDNS serves", etcdctl+" get --prefix /skydns/")
+	cmd("and those it serves the view internal: the same names, the pods' addresses", etcdctl+" get --prefix /skydns-internal/")
 	cmd("the same as a table: name, type CoreDNS serves, owner, claim, expiry (as user skylb, which may read the claims; as coredns, CLAIM shows ?)",
 		fmt.Sprintf("%s records --etcd-endpoints %s --etcd-ca-file %s/ca.crt --etcd-cert-file %s/skylb.crt --etcd-key-file %s/skylb.key",
 			rel(root, s.SkylbBinary()), s.EtcdURL, certs, certs, certs))

@@ -188,7 +188,7 @@ func TestPlaygroundAsPrinted(t *testing.T) {
 		return out
 	}
 	checks := []check{
-		{regexp.MustCompile(`^dig .* web\.demo\.example\.org \+short$`), func(c printed, _ []string) {
+		{regexp.MustCompile(`^dig @\S+ -p \d+ web\.demo\.example\.org \+short$`), func(c printed, _ []string) {
 			webDig = c.command
 			addresses(c, run(c), nodeAddrs)
 		}},
@@ -197,6 +197,27 @@ func TestPlaygroundAsPrinted(t *testing.T) {
 		}},
 		{regexp.MustCompile(`^dig .* example\.org NS \+short; dig .* ns1\.ns\.dns\.example\.org \+short$`), func(c printed, _ []string) {
 			addresses(c, run(c), []string{"127.0.0.1", "ns1.ns.dns.example.org."})
+		}},
+		{regexp.MustCompile(`^dig .* -b 127\.0\.0\.2 web\.demo\.example\.org \+short$`), func(c printed, _ []string) {
+			// The pods' addresses as the API has them at the moment of the
+			// answer.
+			var got, pods []string
+			for t0 := time.Now(); time.Since(t0) < 10*time.Second; time.Sleep(200 * time.Millisecond) {
+				out, err := sh(10*time.Second, "bin/kubectl --kubeconfig .playground/admin.kubeconfig get pods -n demo -o jsonpath='{.items[*].status.podIP}'")
+				if err != nil {
+					t.Fatal(err)
+				}
+				pods = strings.Fields(out)
+				slices.Sort(pods)
+				got = strings.Fields(run(c))
+				slices.Sort(got)
+				if len(pods) == 3 && slices.Equal(got, pods) {
+					break
+				}
+			}
+			if len(pods) != 3 || !slices.Equal(got, pods) {
+				t.Errorf("%q (%s) answered %v, want the 3 pods' addresses %v", c.command, c.comment, got, pods)
+			}
 		}},
 		{regexp.MustCompile(`^dig .* -x 192\.0\.2\.11 \+short$`), func(c printed, _ []string) {
 			out := run(c)
@@ -219,6 +240,9 @@ func TestPlaygroundAsPrinted(t *testing.T) {
 		}},
 		{regexp.MustCompile(`^bin/etcdctl .* get --prefix /skydns/$`), func(c printed, _ []string) {
 			containsAll(c, run(c), "/skydns/org/example/demo/web/", `"host":"192.0.2.11"`)
+		}},
+		{regexp.MustCompile(`^bin/etcdctl .* get --prefix /skydns-internal/$`), func(c printed, _ []string) {
+			containsAll(c, run(c), "/skydns-internal/org/example/demo/web/", `"host":"10.244.`)
 		}},
 		{regexp.MustCompile(`^\S+/skylb records .*$`), func(c printed, _ []string) {
 			containsAll(c, run(c), "web.demo.example.org", "www.example.org", "shop.example.org")
