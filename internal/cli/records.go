@@ -13,11 +13,12 @@ import (
 
 	"github.com/skylb/skylb/internal/etcdclient"
 	"github.com/skylb/skylb/internal/inventory"
+	"github.com/skylb/skylb/internal/source"
 )
 
 // recordsFlags are the flags of skylb run that skylb records reads.
 var recordsFlags = []string{"etcd-endpoints", "etcd-ca-file", "etcd-cert-file", "etcd-key-file", "etcd-server-name",
-	"etcd-prefix", "claim-prefix", "owner-id"}
+	"etcd-prefix", "claim-prefix", "owner-id", "view"}
 
 // outputFlag defines skylb records' -o.
 func outputFlag(fs *pflag.FlagSet, o *options) {
@@ -25,11 +26,21 @@ func outputFlag(fs *pflag.FlagSet, o *options) {
 }
 
 // records runs "skylb records": it prints what the etcd holds under
-// --etcd-prefix and --claim-prefix, by name and owner. It only reads.
+// --etcd-prefix, the prefix of each --view and --claim-prefix, by name and
+// owner. It only reads.
 func records(o *options, stdout, stderr io.Writer) int {
 	if o.output != "table" && o.output != "json" && o.output != "yaml" {
 		fmt.Fprintln(stderr, "skylb:", withEnv(fmt.Errorf("--output: %q is none of table, json and yaml", o.output), o.fromEnv))
 		return 2
+	}
+	var views []string
+	for _, s := range o.views {
+		v, err := source.ParseView(s)
+		if err != nil {
+			fmt.Fprintln(stderr, "skylb:", withEnv(fmt.Errorf("--view: %w", err), o.fromEnv))
+			return 2
+		}
+		views = append(views, v.Name)
 	}
 	log, err := newLogger("warn", "text")
 	if err != nil {
@@ -46,7 +57,7 @@ func records(o *options, stdout, stderr io.Writer) int {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	inv, err := inventory.Read(ctx, c, strings.TrimRight(o.prefix, "/"), strings.TrimRight(o.claimPrefix, "/"))
+	inv, err := inventory.Read(ctx, c, strings.TrimRight(o.prefix, "/"), strings.TrimRight(o.claimPrefix, "/"), views...)
 	if err == nil {
 		err = writeReport(stdout, inv.Report(o.owner), o.output)
 	}

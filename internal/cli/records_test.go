@@ -119,3 +119,41 @@ web.example.org failover west (foreign) 20 healthy since 2025-01-02T03:00:00Z ye
 		t.Errorf("skylb records mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestRecordsViews checks that skylb records reads the tree of each view of
+// --view (SKYLB_VIEW, as skylb run reads it) and tells each record's view.
+func TestRecordsViews(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for prefix, host := range map[string]string{"/skydns": "192.0.2.1", "/skydns-internal": "10.244.1.5"} {
+		r := skydns.Record{Name: "web.example.org", Host: host, TTL: 30}
+		if _, err := c.Put(ctx, skydns.Key(prefix, "east", r), string(skydns.Encode("east", r))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Put(ctx, "/skylb/claims/web.example.org/east", `{"owner":"east"}`); err != nil {
+		t.Fatal(err)
+	}
+	settings := env(map[string]string{
+		"SKYLB_ETCD_ENDPOINTS": srv.Endpoint, "SKYLB_ETCD_CA_FILE": srv.Client.CAFile,
+		"SKYLB_ETCD_CERT_FILE": srv.Client.CertFile, "SKYLB_ETCD_KEY_FILE": srv.Client.KeyFile,
+		"SKYLB_OWNER_ID": "east", "SKYLB_VIEW": "internal=pods",
+	})
+	var out, errs strings.Builder
+	if code := Run([]string{"records"}, &out, &errs, settings); code != 0 {
+		t.Fatalf("skylb records = %d, stderr:\n%s", code, errs.String())
+	}
+	table := strings.Fields(strings.ReplaceAll(out.String(), "\n", " | "))
+	want := strings.Fields(`NAME VIEW TYPE HOST TTL OWNER CLAIM EXPIRES |
+web.example.org default A 192.0.2.1 30 east holds never |
+web.example.org internal A 10.244.1.5 30 east holds never |`)
+	if diff := cmp.Diff(want, table); diff != "" {
+		t.Errorf("skylb records with a view mismatch (-want +got):\n%s", diff)
+	}
+	out.Reset()
+	if code := Run([]string{"records", "--view=Bad=pods"}, &out, &errs, settings); code != 2 {
+		t.Errorf("skylb records --view=Bad=pods = %d, want 2", code)
+	}
+}

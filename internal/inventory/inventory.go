@@ -24,6 +24,7 @@ import (
 
 // Record is one key under the records prefix.
 type Record struct {
+	View  string // the view whose tree holds it; empty for the default one
 	Name  string // stored name
 	Label string // last key segment
 	Value skydns.Value
@@ -53,28 +54,46 @@ type Inventory struct {
 	// when the etcd user may not read them (CoreDNS's read-only user).
 	ClaimPrefix  string
 	ClaimsDenied bool
+	// Views are the views read besides the default one.
+	Views []string
 }
 
-// Read reads the records under prefix and the claims under claimPrefix (none
-// when empty), and the time left on their leases. Claims the etcd user may
-// not read are told in the inventory, not as an error: the records are still
-// worth reading. (etcd tells any user the time left on a lease when the
-// lease's keys are not asked for.)
-func Read(ctx context.Context, c *clientv3.Client, prefix, claimPrefix string) (*Inventory, error) {
-	inv := &Inventory{LeaseTTL: make(map[int64]time.Duration), ClaimPrefix: claimPrefix}
-	dir := strings.TrimSuffix(prefix, "/") + "/"
-	resp, err := c.Get(ctx, dir, clientv3.WithPrefix())
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", dir, err)
-	}
-	for _, kv := range resp.Kvs {
-		name, label, ok := skydns.SplitKey(prefix, string(kv.Key))
-		if !ok {
-			continue
+// Read reads the records under prefix and under the prefix of each view
+// (skydns.ViewPrefix), the claims under claimPrefix (none when empty), and
+// the time left on their leases. Claims the etcd user may not read are told
+// in the inventory, not as an error: the records are still worth reading.
+// (etcd tells any user the time left on a lease when the lease's keys are
+// not asked for.)
+func Read(ctx context.Context, c *clientv3.Client, prefix, claimPrefix string, views ...string) (*Inventory, error) {
+	inv := &Inventory{LeaseTTL: make(map[int64]time.Duration), ClaimPrefix: claimPrefix, Views: views}
+	var resp *clientv3.GetResponse
+	for _, view := range append([]string{""}, views...) {
+		p := prefix
+		if view != "" {
+			p = skydns.ViewPrefix(prefix, view)
 		}
-		v, err := skydns.Decode(kv.Value)
-		inv.Records = append(inv.Records, Record{Name: name, Label: label, Value: v, Valid: err == nil, Lease: kv.Lease})
-		inv.LeaseTTL[kv.Lease] = 0
+		dir := strings.TrimSuffix(p, "/") + "/"
+		opts := []clientv3.OpOption{clientv3.WithPrefix()}
+		if resp != nil {
+			// Every tree as of the same revision.
+			opts = append(opts, clientv3.WithRev(resp.Header.Revision))
+		}
+		r, err := c.Get(ctx, dir, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", dir, err)
+		}
+		if resp == nil {
+			resp = r
+		}
+		for _, kv := range r.Kvs {
+			name, label, ok := skydns.SplitKey(p, string(kv.Key))
+			if !ok {
+				continue
+			}
+			v, err := skydns.Decode(kv.Value)
+			inv.Records = append(inv.Records, Record{View: view, Name: name, Label: label, Value: v, Valid: err == nil, Lease: kv.Lease})
+			inv.LeaseTTL[kv.Lease] = 0
+		}
 	}
 	if claimPrefix != "" {
 		cdir := strings.TrimSuffix(claimPrefix, "/") + "/"
@@ -115,6 +134,9 @@ func Read(ctx context.Context, c *clientv3.Client, prefix, claimPrefix string) (
 type Entry struct {
 	// Name is the name a client queries: a zone's apex records are under the zone.
 	Name string `json:"name"`
+	// View is the view the record is answered in; empty for the default
+	// one, and for a claim, which holds the name in every view.
+	View string `json:"view,omitempty"`
 	// Type is the type CoreDNS serves the record as: A, AAAA, CNAME, SRV, PTR,
 	// or none for the apex guard, which answers with no data; "-" for a claim
 	// without a record, "?" for a value that does not decode.
@@ -175,6 +197,8 @@ type Report struct {
 	// when the etcd user may not read them.
 	ClaimPrefix  string `json:"claimPrefix"`
 	ClaimsDenied bool   `json:"claimsDenied"`
+	// Views are the views read besides the default one.
+	Views []string `json:"views,omitempty"`
 }
 
 // Report returns the inventory's entries, one per record and per claim
@@ -232,7 +256,7 @@ func (inv *Inventory) Report(self string) Report {
 	var lines []Entry
 	seen := make(map[[2]string]bool)
 	for _, r := range inv.Records {
-		l := Entry{Name: skydns.Queried(r.Name), Type: "?", Claim: "-", ExpiresIn: expiresIn(r.Lease)}
+		l := Entry{Name: skydns.Queried(r.Name), View: r.View, Type: "?", Claim: "-", ExpiresIn: expiresIn(r.Lease)}
 		if r.Valid {
 			rec := skydns.Record{Name: r.Name, Host: r.Value.Host, Port: r.Value.Port}
 			l.Type, l.Host, l.Port, l.TTL = string(rec.Type()), rec.Host, rec.Port, r.Value.TTL
@@ -256,9 +280,9 @@ func (inv *Inventory) Report(self string) Report {
 		}
 	}
 	slices.SortStableFunc(lines, func(a, b Entry) int {
-		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Owner, b.Owner), strings.Compare(a.Host, b.Host), cmp.Compare(a.Port, b.Port))
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.View, b.View), strings.Compare(a.Owner, b.Owner), strings.Compare(a.Host, b.Host), cmp.Compare(a.Port, b.Port))
 	})
-	return Report{Records: lines, Shared: inv.shared(self), ClaimPrefix: inv.ClaimPrefix, ClaimsDenied: inv.ClaimsDenied}
+	return Report{Records: lines, Shared: inv.shared(self), ClaimPrefix: inv.ClaimPrefix, ClaimsDenied: inv.ClaimsDenied, Views: inv.Views}
 }
 
 // shared returns the names shared by at least one cluster's claim, sorted,
@@ -292,10 +316,19 @@ func (inv *Inventory) shared(self string) []Shared {
 }
 
 // Write prints the report as a table, one line per entry. Claims that could
-// not be read show as "?", with a note after the table.
+// not be read show as "?", with a note after the table. With views, the
+// column VIEW tells each record's ("default" for the default view's, "-"
+// for a claim, which holds the name in every view).
 func (r Report) Write(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tTYPE\tHOST\tTTL\tOWNER\tCLAIM\tEXPIRES")
+	viewCol := func(v string) string { return "" }
+	if len(r.Views) > 0 {
+		viewCol = func(v string) string { return cmp.Or(v, "default") + "\t" }
+		fmt.Fprint(tw, "NAME\tVIEW\t")
+	} else {
+		fmt.Fprint(tw, "NAME\t")
+	}
+	fmt.Fprintln(tw, "TYPE\tHOST\tTTL\tOWNER\tCLAIM\tEXPIRES")
 	for _, e := range r.Records {
 		host, ttl, owner, expiry := e.Host, fmt.Sprint(e.TTL), e.Owner, "never"
 		switch e.Type {
@@ -320,7 +353,11 @@ func (r Report) Write(w io.Writer) error {
 		default:
 			expiry = "expired"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, e.Type, host, ttl, owner, e.Claim, expiry)
+		view := viewCol(e.View)
+		if e.Type == "-" && view != "" {
+			view = "-\t"
+		}
+		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, view, e.Type, host, ttl, owner, e.Claim, expiry)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
