@@ -474,6 +474,18 @@ func register(m *metrics.Metrics, cfg Config, pub *publishers, ctrl *controller.
 			pub.CountRecords(func(stored string, t skydns.Type) { out[zoneOf(stored)+metrics.LabelSep+string(t)]++ })
 			return out
 		})
+	if len(pub.views) > 0 {
+		m.Vec("skylb_view_records", "Records skylb wants published in each view besides the default one (--view), by view, zone and type.", prometheus.GaugeValue,
+			[]string{"view", "zone", "type"}, func() map[string]float64 {
+				out := map[string]float64{}
+				for name, v := range pub.views {
+					v.CountRecords(func(stored string, t skydns.Type) {
+						out[name+metrics.LabelSep+zoneOf(stored)+metrics.LabelSep+string(t)]++
+					})
+				}
+				return out
+			})
+	}
 	stats := func(f func(publish.Stats) int64) func() float64 {
 		return func() float64 { return float64(f(pub.Stats())) }
 	}

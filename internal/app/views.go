@@ -102,3 +102,35 @@ func (p *publishers) WaitIdle(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Stats returns the counters of every publisher together: the views' keys,
+// transactions and errors are skylb's too. NoSpace holds when it holds for
+// any of them, and LastSync is the oldest, so that a view whose writes fail
+// shows as the default view's would.
+func (p *publishers) Stats() publish.Stats {
+	s := p.Publisher.Stats()
+	for _, v := range p.views {
+		o := v.Stats()
+		s.Txns += o.Txns
+		s.Puts += o.Puts
+		s.Deletes += o.Deletes
+		s.Errors += o.Errors
+		s.ListErrors += o.ListErrors
+		s.WatchErrors += o.WatchErrors
+		s.TxnErrors += o.TxnErrors
+		s.Relists += o.Relists
+		s.Refused += o.Refused
+		s.LeasesLost += o.LeasesLost
+		s.Swept += o.Swept
+		s.TookOver += o.TookOver
+		s.HandedOver += o.HandedOver
+		s.Standby += o.Standby
+		s.HeldDeletes += o.HeldDeletes
+		s.NoSpaceErrors += o.NoSpaceErrors
+		s.NoSpace = s.NoSpace || o.NoSpace
+		if o.LastSync.Before(s.LastSync) {
+			s.LastSync = o.LastSync
+		}
+	}
+	return s
+}

@@ -136,6 +136,11 @@ func TestViews(t *testing.T) {
 		t.Fatal("no records under /skydns-internal/org/example/views/web/")
 	}
 
+	// skylb counts the view's records.
+	if m := scrape(t, st.Proc("skylb").HTTPAddr(), "skylb_view_records"); m[`skylb_view_records{type="A",view="internal",zone="example.org"}`] < 3 {
+		t.Errorf("skylb_view_records of the view internal: %v, want at least the 3 A records of %s", m, name)
+	}
+
 	// An annotation gives the Service its ClusterIP in the view.
 	updateService(t, "views", "web", func(s *corev1.Service) {
 		if s.Annotations == nil {
