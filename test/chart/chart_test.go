@@ -434,6 +434,15 @@ func TestValuesReachTheObjects(t *testing.T) {
 		}
 	})
 
+	t.Run("views", func(t *testing.T) {
+		objs := helmTemplate(t, root, "skylb", "skylb", "--set", "views.internal=pods", "--set", "views.lan=cluster-ip")
+		c := container(t, objs, deploy)
+		cm := as[corev1.ConfigMap](t, objs, "ConfigMap skylb/"+c.EnvFrom[0].ConfigMapRef.Name)
+		if got := cm.Data["SKYLB_VIEW"]; got != "internal=pods,lan=cluster-ip" {
+			t.Errorf("Got SKYLB_VIEW %q, want internal=pods,lan=cluster-ip", got)
+		}
+	})
+
 	t.Run("monitoring labels", func(t *testing.T) {
 		objs := helmTemplate(t, root, "skylb", "skylb",
 			"--set", "monitoring.enabled=true", "--set", "monitoring.labels.release=kube-prometheus-stack")
@@ -455,6 +464,8 @@ func TestValuesReachTheObjects(t *testing.T) {
 			"zone=":                       "at '/zone'",
 			"replicas=two":                "at '/replicas': got string, want integer",
 			"image.pullpolicy=Always":     "additional properties 'pullpolicy' not allowed",
+			"views.Internal=pods":         "does not match pattern",
+			"views.internal=everywhere":   "at '/views/internal'",
 		} {
 			_, err := output(root, stack.Bin(t, root, "helm"), "template", "skylb", "manifests/chart", "--set", set)
 			if err == nil || !strings.Contains(err.Error(), want) {

@@ -40,8 +40,8 @@ skylb.join: a setting's value as a string, a list joined with commas.
 
 {{/*
 skylb.configData: the ConfigMap's data, as YAML: SKYLB_ZONE, SKYLB_OWNER_ID,
-SKYLB_NAMESPACE with namespaces, and one SKYLB_<FLAG> per entry of
-.Values.settings.
+SKYLB_NAMESPACE with namespaces, SKYLB_VIEW with views, and one SKYLB_<FLAG>
+per entry of .Values.settings.
 */}}
 {{- define "skylb.configData" -}}
 {{- $data := dict -}}
@@ -53,12 +53,22 @@ SKYLB_NAMESPACE with namespaces, and one SKYLB_<FLAG> per entry of
 {{- if eq $name "SKYLB_NAMESPACE" -}}
 {{- fail (printf "settings.%s: set it with the value namespaces, which grants skylb those namespaces" $flag) -}}
 {{- end -}}
+{{- if and (eq $name "SKYLB_VIEW") $.Values.views -}}
+{{- fail (printf "settings.%s: set the views with the value views alone" $flag) -}}
+{{- end -}}
 {{- $_ := set $data $name (include "skylb.join" $value) -}}
 {{- end -}}
 {{- $_ := set $data "SKYLB_ZONE" (include "skylb.join" (required "zone is required" .Values.zone)) -}}
 {{- $_ := set $data "SKYLB_OWNER_ID" (include "skylb.join" (required "ownerId is required" .Values.ownerId)) -}}
 {{- if .Values.namespaces -}}
 {{- $_ := set $data "SKYLB_NAMESPACE" (include "skylb.join" .Values.namespaces) -}}
+{{- end -}}
+{{- if .Values.views -}}
+{{- $views := list -}}
+{{- range $name, $source := .Values.views -}}
+{{- $views = append $views (printf "%s=%s" $name $source) -}}
+{{- end -}}
+{{- $_ := set $data "SKYLB_VIEW" (include "skylb.join" $views) -}}
 {{- end -}}
 {{- toYaml $data -}}
 {{- end -}}
