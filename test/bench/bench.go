@@ -97,7 +97,7 @@ func newBench(ctx context.Context, o options) (*bench, error) {
 	}
 	b.st, err = stack.Start(sctx, stack.Options{
 		Root: root, Dir: filepath.Join(dir, "stack"), Zone: "example.org",
-		Corefile: corefile, EtcdMetrics: true, Log: stderrLog{},
+		Corefile: corefile, EtcdMetrics: true, Log: stderrLog{}, Views: []string{benchView},
 		SkylbBuildFlags: []string{"-trimpath", "-tags=grpcnotrace", "-ldflags=-s -w"},
 	})
 	if err != nil {
@@ -244,9 +244,10 @@ func (b *bench) countKeys(ctx context.Context, prefix string) (int64, error) {
 	return resp.Count, nil
 }
 
-// startSkylb starts skylb and returns when the process runs.
-func (b *bench) startSkylb(ctx context.Context) error {
-	p, err := b.st.StartSkylb(ctx, skylbArgs...)
+// startSkylb starts skylb, with extra flags after skylbArgs, and returns
+// when the process runs.
+func (b *bench) startSkylb(ctx context.Context, extra ...string) error {
+	p, err := b.st.StartSkylb(ctx, append(slices.Clone(skylbArgs), extra...)...)
 	if err != nil {
 		return err
 	}

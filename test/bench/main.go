@@ -273,6 +273,7 @@ func run(ctx context.Context, o options) (*results, error) {
 		{"propagation", b.propagation},
 		{"cold start", b.coldStart},
 		{"restart", b.restart},
+		{"a second view", b.secondView},
 		{"one change at scale", b.oneChange},
 		{"idle", b.idle},
 		{"full reconciliation", b.resync},

@@ -20,6 +20,7 @@ type results struct {
 	Propagation *propagation   `json:"propagation,omitempty"`
 	ColdStart   *coldStart     `json:"cold_start,omitempty"`
 	Restart     *restartResult `json:"restart,omitempty"`
+	SecondView  *viewCost      `json:"second_view,omitempty"`
 	OneChange   *oneChange     `json:"one_change_at_scale,omitempty"`
 	Idle        *idleResult    `json:"idle,omitempty"`
 	Resync      *resyncResult  `json:"resync,omitempty"`
@@ -317,6 +318,9 @@ func (r *results) markdown() string {
 			row("&nbsp;&nbsp;skylb's memory once every record is written: RSS (mapped binary); Go heap in use (next collection at); freed heap not yet returned; stacks; runtime structures",
 				f("%.1f MiB (%.1f MiB); %.1f MiB (%.1f MiB); %.1f MiB; %.1f MiB; %.1f MiB", c.RSSMiB, c.RSSFileMiB, g.HeapInuse, g.NextGC, g.HeapFree, g.Stacks, g.Runtime), "")
 		}
+	}
+	if v, c := r.SecondView, r.ColdStart; v != nil && c != nil {
+		v.markdown(c, row)
 	}
 	if s := r.Restart; s != nil {
 		row("**Restart** over the converged state: process start → ready", f("%.2f s", s.ReadySeconds), "< 3 s")
