@@ -17,7 +17,7 @@ import (
 // under its own prefix, skydns.ViewPrefix. They run, lead and are ready
 // together.
 type publishers struct {
-	*publish.Publisher                             // the default view's
+	*publish.Publisher                               // the default view's
 	views              map[string]*publish.Publisher // by view name
 }
 

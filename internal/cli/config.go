@@ -279,6 +279,19 @@ func (o *options) sourceConfig(zones dnsname.Zones) (source.Config, error) {
 		}
 		cfg.Views = append(cfg.Views, v)
 	}
+	for _, s := range o.viewZones {
+		name, zone, ok := strings.Cut(s, "=")
+		i := slices.IndexFunc(cfg.Views, func(v source.View) bool { return v.Name == strings.TrimSpace(name) })
+		switch {
+		case !ok || strings.TrimSpace(zone) == "":
+			return cfg, fmt.Errorf("--view-zone: %q: want VIEW=ZONE, e.g. zone-a=europe-west1-b", s)
+		case i < 0:
+			return cfg, fmt.Errorf("--view-zone: %q: no --view %s", s, strings.TrimSpace(name))
+		case cfg.Views[i].Zone != "":
+			return cfg, fmt.Errorf("--view-zone: view %s is given a zone twice", cfg.Views[i].Name)
+		}
+		cfg.Views[i].Zone = strings.TrimSpace(zone)
+	}
 	for _, t := range o.nodeAddrTypes {
 		switch at := corev1.NodeAddressType(t); at {
 		case corev1.NodeExternalIP, corev1.NodeInternalIP:

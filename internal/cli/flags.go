@@ -34,6 +34,7 @@ type options struct {
 	resync           time.Duration
 	addressSource    string
 	views            []string
+	viewZones        []string
 	lbClass          string
 	nodeAddrTypes    []string
 	ingressService   string
@@ -103,6 +104,7 @@ func flags(o *options) *pflag.FlagSet {
 	fs.DurationVar(&o.resync, "resync-interval", 5*time.Minute, "forced full reconciliation period (0 disables)")
 	fs.StringVar(&o.addressSource, "address-source", "auto", "where addresses come from: auto, nodes, pods or status")
 	fs.StringArrayVar(&o.views, "view", nil, "a view besides the default one, NAME=ADDRESS-SOURCE (e.g. internal=pods; auto, nodes, pods, status or cluster-ip): every name is also published under <etcd-prefix>-NAME with the Services' addresses from that source, for CoreDNS's view plugin to answer the view's clients from; repeatable")
+	fs.StringArrayVar(&o.viewZones, "view-zone", nil, "VIEW=ZONE: the clients of the view are in the topology zone ZONE (topology.kubernetes.io/zone); a Service with spec.trafficDistribution PreferClose (or topology-aware routing) is answered there with its addresses in that zone, all of them when it has none; repeatable")
 	fs.StringVar(&o.lbClass, "load-balancer-class", "", "implement LoadBalancer Services of this class; empty means those without a class")
 	fs.StringSliceVar(&o.nodeAddrTypes, "node-address-types", []string{"ExternalIP", "InternalIP"}, "node address types to publish, in order of preference")
 	fs.StringVar(&o.ingressService, "ingress-service", "", "namespace/name of the ingress controller's Service; Ingresses without a status get its addresses")

@@ -199,7 +199,7 @@ func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Co
 	if cfg.Leading == nil {
 		cfg.Leading = func() bool { return true }
 	}
-	strip := transform(cfg.Zone, cfg.Scope, len(cfg.Views) > 0)
+	strip := transform(cfg.Zone, cfg.Scope, cfg.Source.Views)
 	sc := cfg.Scope
 	svcNS := serviceNamespaces(sc, cfg.Source.IngressService)
 	f := informerMaker{api: kube, transform: strip}

@@ -20,7 +20,7 @@ import (
 // no queue, no publisher. Its syncs read the caches alone.
 func NewOnListers(cfg Config, objects ...runtime.Object) (*Controller, error) {
 	c := New(cfg, kubefake.New(), nil, nil)
-	strip := transform(cfg.Zone, cfg.Scope, len(cfg.Views) > 0)
+	strip := transform(cfg.Zone, cfg.Scope, cfg.Source.Views)
 	for _, obj := range objects {
 		inf, err := c.informerOf(obj)
 		if err != nil {

@@ -18,8 +18,8 @@ import (
 // The informers' transform: what the caches keep of each object.
 
 // transform returns the informers' transform for the labels read with z and
-// sc; with views, it keeps the Services' ClusterIPs too.
-func transform(z *ZoneConfig, sc scope.Scope, views bool) func(any) (any, error) {
+// sc, keeping what the views read (see viewNeeds).
+func transform(z *ZoneConfig, sc scope.Scope, views []source.View) func(any) (any, error) {
 	var ns labels.Selector
 	if z != nil {
 		ns = z.NameserverSelector
@@ -27,21 +27,55 @@ func transform(z *ZoneConfig, sc scope.Scope, views bool) func(any) (any, error)
 	keep, keepAll := labelsRead(ns, sc.Selector)
 	keep[source.LabelGatewayName] = true
 	strip := stripper(keep, keepAll)
-	if !views {
+	needs := viewNeedsOf(views)
+	if needs == (viewNeeds{}) {
 		return strip
 	}
-	// A view may publish a Service's ClusterIPs (source.ModeClusterIP):
-	// with views, they are kept.
 	return func(obj any) (any, error) {
-		svc, ok := obj.(*corev1.Service)
-		if !ok {
-			return strip(obj)
+		switch o := obj.(type) {
+		case *corev1.Service:
+			ips, dist := o.Spec.ClusterIPs, o.Spec.TrafficDistribution
+			out, err := strip(obj)
+			o.Spec.ClusterIPs = ips
+			if needs.topology {
+				o.Spec.TrafficDistribution = dist
+			}
+			return out, err
+		case *discoveryv1.EndpointSlice:
+			if !needs.topology {
+				return strip(obj)
+			}
+			type topo struct {
+				zone  *string
+				hints *discoveryv1.EndpointHints
+			}
+			kept := make([]topo, len(o.Endpoints))
+			for i, ep := range o.Endpoints {
+				kept[i] = topo{ep.Zone, ep.Hints}
+			}
+			out, err := strip(obj)
+			for i := range o.Endpoints {
+				o.Endpoints[i].Zone, o.Endpoints[i].Hints = kept[i].zone, kept[i].hints
+			}
+			return out, err
 		}
-		ips := svc.Spec.ClusterIPs
-		out, err := strip(obj)
-		svc.Spec.ClusterIPs = ips
-		return out, err
+		return strip(obj)
 	}
+}
+
+// viewNeeds are the fields of cached objects that views read, which the
+// stripper drops otherwise.
+type viewNeeds struct {
+	// clusterIPs: a view may publish a Service's ClusterIPs (any view, by
+	// annotation).
+	clusterIPs bool
+	// topology: a view has a zone; Services' trafficDistribution and the
+	// endpoints' zones and hints tell what is close to it.
+	topology bool
+}
+
+func viewNeedsOf(views []source.View) viewNeeds {
+	return viewNeeds{clusterIPs: len(views) > 0, topology: slices.ContainsFunc(views, func(v source.View) bool { return v.Zone != "" })}
 }
 
 // labelsRead returns the label keys skylb reads on objects besides the

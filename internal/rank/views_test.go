@@ -14,12 +14,13 @@ import (
 func viewAddrs(view string, as ...string) pubOpt {
 	return func(p *source.Publication) {
 		if p.Views == nil {
-			p.Views = map[string][]netip.Addr{}
+			p.Views = map[string]source.ViewAddrs{}
 		}
-		p.Views[view] = []netip.Addr{}
+		v := source.ViewAddrs{Addrs: []netip.Addr{}}
 		for _, a := range as {
-			p.Views[view] = append(p.Views[view], netip.MustParseAddr(a))
+			v.Addrs = append(v.Addrs, netip.MustParseAddr(a))
 		}
+		p.Views[view] = v
 	}
 }
 

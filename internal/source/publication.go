@@ -32,9 +32,9 @@ type Publication struct {
 	Names     []Name
 	Addresses []netip.Addr // sorted, unique
 	// Views are the addresses of the views (Config.Views) whose address
-	// source differs from the object's, sorted and unique; nil without
-	// views (see ViewAddresses).
-	Views    map[string][]netip.Addr
+	// source differs from the object's, or whose zone it prefers; nil
+	// without views (see ViewAddresses).
+	Views    map[string]ViewAddrs
 	Targets  []string  // CNAME targets, sorted, unique; used only without addresses
 	Problems []Problem // what was refused while reading the object
 	// Ports are the named ports published as SRV records beneath each name.
@@ -146,7 +146,7 @@ func (p *Publication) Equal(q *Publication) bool {
 		p.Mode == q.Mode && p.WriteStatus == q.WriteStatus && StatusEqual(p.Status, q.Status) &&
 		healthEqual(p.Health, q.Health) && p.HealthPort == q.HealthPort && p.Select == q.Select && p.Unhealthy == q.Unhealthy &&
 		p.Shared == q.Shared && p.ClusterPolicy == q.ClusterPolicy && p.ClusterPriority == q.ClusterPriority &&
-		maps.EqualFunc(p.Views, q.Views, slices.Equal)
+		maps.EqualFunc(p.Views, q.Views, ViewAddrs.equal)
 }
 
 // healthEqual reports whether two health checks are the same; nil is none.

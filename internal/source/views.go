@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/skylb/skylb/internal/dnsname"
 )
@@ -25,6 +26,28 @@ type View struct {
 	// Source is the address source of the Services in this view: one of
 	// the Modes, or ModeClusterIP.
 	Source Mode
+	// Zone, when set, is the topology zone (topology.kubernetes.io/zone) of
+	// the view's clients: a Service that prefers close endpoints (see
+	// TopologyAware) is answered, in this view, with its addresses in that
+	// zone, and with all of them when the zone has none (fail open, as
+	// kube-proxy does).
+	Zone string
+}
+
+// ViewAddrs are a publication's addresses in one view.
+type ViewAddrs struct {
+	// Addrs are the view's addresses, sorted and unique.
+	Addrs []netip.Addr
+	// Prefer says that Addrs are those of the publication's own Addresses
+	// the view prefers (its zone's): the view answers those of them that
+	// Addresses still holds once health checking kept some, and every
+	// address of Addresses when none is left. Otherwise Addrs are the
+	// view's own, from another address source.
+	Prefer bool
+}
+
+func (v ViewAddrs) equal(w ViewAddrs) bool {
+	return v.Prefer == w.Prefer && slices.Equal(v.Addrs, w.Addrs)
 }
 
 // ModeClusterIP publishes a Service's ClusterIPs, for a view whose clients
@@ -73,10 +96,12 @@ func parseViewMode(s string) (Mode, error) {
 }
 
 // viewAddresses sets, for each view whose address source differs from the
-// Service's own, the addresses that view publishes for it. A view whose
-// source is the Service's keeps the Service's addresses and gets no entry.
-// The address filter applies in every view.
+// Service's own, or whose zone the Service prefers, the addresses that view
+// publishes for it. A view whose source is the Service's, without a zone to
+// prefer, keeps the Service's addresses and gets no entry. The address
+// filter applies in every view.
 func (b *Builder) viewAddresses(p *Publication, svc *corev1.Service, implemented bool) {
+	close := TopologyAware(svc)
 	for _, v := range b.cfg.Views {
 		mode := v.Source
 		key := AnnotationViewAddressSourcePrefix + v.Name
@@ -91,28 +116,85 @@ func (b *Builder) viewAddresses(p *Publication, svc *corev1.Service, implemented
 		if mode == ModeAuto {
 			mode = map[bool]Mode{true: ModeNodes, false: ModeStatus}[implemented]
 		}
-		if mode == p.Mode {
+		zone := ""
+		if close && (mode == ModeNodes || mode == ModePods) {
+			zone = v.Zone
+		}
+		if mode == p.Mode && zone == "" {
 			continue
 		}
-		addrs := b.addressesBy(mode, svc)
-		addrs = slices.DeleteFunc(keepFamilies(addrs, svc.Spec.IPFamilies), func(a netip.Addr) bool { return !b.cfg.Filter.Permits(a) })
-		slices.SortFunc(addrs, func(a, b netip.Addr) int { return a.Compare(b) })
-		addrs = slices.Compact(addrs)
-		if len(addrs) > b.cfg.MaxAddresses {
-			addrs = addrs[:b.cfg.MaxAddresses]
-		}
+		va := ViewAddrs{Addrs: b.sorted(svc, b.addressesBy(mode, svc, zone)), Prefer: mode == p.Mode}
 		if p.Views == nil {
-			p.Views = make(map[string][]netip.Addr, len(b.cfg.Views))
+			p.Views = make(map[string]ViewAddrs, len(b.cfg.Views))
 		}
 		// An empty list is kept: the view publishes no addresses, rather
 		// than the default view's.
-		p.Views[v.Name] = addrs
+		p.Views[v.Name] = va
 	}
 }
 
-// addressesBy returns a Service's addresses from one address source, unsorted.
-func (b *Builder) addressesBy(mode Mode, svc *corev1.Service) []netip.Addr {
+// sorted returns addrs as a publication holds them: of the Service's
+// families, permitted by the filter, sorted and unique, at most
+// MaxAddresses.
+func (b *Builder) sorted(svc *corev1.Service, addrs []netip.Addr) []netip.Addr {
+	addrs = slices.DeleteFunc(keepFamilies(addrs, svc.Spec.IPFamilies), func(a netip.Addr) bool { return !b.cfg.Filter.Permits(a) })
+	slices.SortFunc(addrs, func(a, b netip.Addr) int { return a.Compare(b) })
+	addrs = slices.Compact(addrs)
+	if len(addrs) > b.cfg.MaxAddresses {
+		addrs = addrs[:b.cfg.MaxAddresses]
+	}
+	return addrs
+}
+
+// TopologyAware reports whether a Service asks that traffic stay close to
+// its clients: spec.trafficDistribution PreferClose (PreferSameZone,
+// PreferSameNode), or topology-aware routing by the annotation
+// service.kubernetes.io/topology-mode (topology-aware-hints before it).
+func TopologyAware(svc *corev1.Service) bool {
+	if d := svc.Spec.TrafficDistribution; d != nil {
+		switch *d {
+		case corev1.ServiceTrafficDistributionPreferClose, corev1.ServiceTrafficDistributionPreferSameZone, corev1.ServiceTrafficDistributionPreferSameNode:
+			return true
+		}
+	}
+	for _, k := range []string{corev1.AnnotationTopologyMode, corev1.DeprecatedAnnotationTopologyAwareHints} {
+		if strings.EqualFold(svc.Annotations[k], "auto") {
+			return true
+		}
+	}
+	return false
+}
+
+// inZone returns the endpoints that serve zone: those whose hints name it,
+// or without hints, those in it; all of them when none does (fail open).
+func inZone(eps []discoveryv1.Endpoint, zone string) []discoveryv1.Endpoint {
+	var out []discoveryv1.Endpoint
+	for _, ep := range eps {
+		serves := ep.Zone != nil && *ep.Zone == zone
+		if ep.Hints != nil && len(ep.Hints.ForZones) > 0 {
+			serves = slices.ContainsFunc(ep.Hints.ForZones, func(z discoveryv1.ForZone) bool { return z.Name == zone })
+		}
+		if serves {
+			out = append(out, ep)
+		}
+	}
+	if len(out) == 0 {
+		return eps
+	}
+	return out
+}
+
+// addressesBy returns a Service's addresses from one address source,
+// unsorted; with a zone, from the endpoints that serve it (see inZone).
+func (b *Builder) addressesBy(mode Mode, svc *corev1.Service, zone string) []netip.Addr {
 	var out []netip.Addr
+	eps := func() []discoveryv1.Endpoint {
+		eps := b.readyEndpoints(svc)
+		if zone != "" {
+			eps = inZone(eps, zone)
+		}
+		return eps
+	}
 	switch mode {
 	case ModeStatus:
 		for _, ing := range svc.Status.LoadBalancer.Ingress {
@@ -121,9 +203,9 @@ func (b *Builder) addressesBy(mode Mode, svc *corev1.Service) []netip.Addr {
 			}
 		}
 	case ModeNodes:
-		out = b.nodeAddresses(b.readyEndpoints(svc))
+		out = b.nodeAddresses(eps())
 	case ModePods:
-		out = b.podAddresses(b.readyEndpoints(svc))
+		out = b.podAddresses(eps())
 	case ModeClusterIP:
 		for _, ip := range svc.Spec.ClusterIPs {
 			if a, err := netip.ParseAddr(ip); err == nil {
@@ -135,10 +217,25 @@ func (b *Builder) addressesBy(mode Mode, svc *corev1.Service) []netip.Addr {
 }
 
 // ViewAddresses returns the addresses a view publishes for p: the view's
-// own when its address source differs from p's, p's otherwise.
+// own when its address source differs from p's; those of p's Addresses in
+// the view's zone, or all of them when none is (see ViewAddrs.Prefer); p's
+// Addresses otherwise.
 func (p *Publication) ViewAddresses(view string) []netip.Addr {
-	if a, ok := p.Views[view]; ok {
-		return a
+	v, ok := p.Views[view]
+	switch {
+	case !ok:
+		return p.Addresses
+	case !v.Prefer:
+		return v.Addrs
 	}
-	return p.Addresses
+	var out []netip.Addr
+	for _, a := range p.Addresses {
+		if _, found := slices.BinarySearchFunc(v.Addrs, a, netip.Addr.Compare); found {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return p.Addresses
+	}
+	return out
 }

@@ -2,10 +2,12 @@ package source
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
 func TestParseView(t *testing.T) {
@@ -95,5 +97,97 @@ func TestViewAddresses(t *testing.T) {
 				t.Errorf("problems %v, want some: %v", p.Problems, tc.wantProblem)
 			}
 		})
+	}
+}
+
+// zonedCluster returns listers of nodes node-0 to node-<n-1> at 192.0.2.10+i,
+// node-i in zones[i], and one EndpointSlice of shop/web with a ready endpoint
+// on each node, its zone set as the EndpointSlice controller sets it.
+func zonedCluster(t *testing.T, zones ...string) Listers {
+	t.Helper()
+	on := make([]int, len(zones))
+	for i := range on {
+		on[i] = i
+	}
+	l := statusCluster(t, len(zones), on...)
+	s, err := l.EndpointSlices.EndpointSlices("shop").Get("web-abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range s.Endpoints {
+		s.Endpoints[i].Zone = &zones[i]
+	}
+	return l
+}
+
+// TestViewZones checks topology-aware answers: a Service preferring close
+// endpoints answers a zone's view with the addresses of that zone, every
+// address when the zone has none; hints win over the endpoints' zones; a
+// Service without the preference answers alike in every view.
+func TestViewZones(t *testing.T) {
+	cfg := testConfig
+	cfg.AddressSource = ModeNodes
+	cfg.Views = []View{{Name: "a", Source: ModeAuto, Zone: "zone-a"}, {Name: "c", Source: ModeAuto, Zone: "zone-c"}, {Name: "pods-a", Source: ModePods, Zone: "zone-a"}}
+	b := NewBuilder(cfg, zonedCluster(t, "zone-a", "zone-b", "zone-b"))
+	preferClose := corev1.ServiceTrafficDistributionPreferClose
+	strs := func(as []netip.Addr) []string {
+		out := []string{}
+		for _, a := range as {
+			out = append(out, a.String())
+		}
+		return out
+	}
+	svc := newService("shop", "web")
+	svc.Status = corev1.ServiceStatus{}
+	svc.Spec.TrafficDistribution = &preferClose
+	p := b.Service(svc)
+	got := map[string][]string{"": strs(p.Addresses)}
+	for _, v := range []string{"a", "c", "pods-a"} {
+		got[v] = strs(p.ViewAddresses(v))
+	}
+	want := map[string][]string{
+		"":       {"192.0.2.10", "192.0.2.11", "192.0.2.12"},
+		"a":      {"192.0.2.10"},
+		"c":      {"192.0.2.10", "192.0.2.11", "192.0.2.12"}, // no endpoint in zone-c: fail open
+		"pods-a": {"10.244.0.5"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("PreferClose, addresses by view (-want +got):\n%s", diff)
+	}
+	// Health checking kept the other zone's nodes alone: the view of zone-a
+	// answers them.
+	p.Keep(addrs("192.0.2.11", "192.0.2.12"))
+	if got := strs(p.ViewAddresses("a")); !slices.Equal(got, []string{"192.0.2.11", "192.0.2.12"}) {
+		t.Errorf("zone-a's address unhealthy: view a answers %v, want the healthy ones of zone-b", got)
+	}
+
+	// The annotation of topology-aware routing asks the same.
+	svc.Spec.TrafficDistribution = nil
+	svc.Annotations = map[string]string{corev1.AnnotationTopologyMode: "Auto"}
+	if got := strs(b.Service(svc).ViewAddresses("a")); !slices.Equal(got, []string{"192.0.2.10"}) {
+		t.Errorf("topology-mode Auto: view a answers %v, want zone-a's node", got)
+	}
+	// Without either, every view answers every address.
+	svc.Annotations = nil
+	if p := b.Service(svc); len(p.Views) != 1 || !slices.Equal(strs(p.ViewAddresses("a")), want[""]) {
+		t.Errorf("no preference: views %v, view a answers %v; want only the pods view, and every node", p.Views, strs(p.ViewAddresses("a")))
+	}
+}
+
+func TestInZoneHints(t *testing.T) {
+	a, b := "zone-a", "zone-b"
+	eps := []discoveryv1.Endpoint{
+		{Addresses: []string{"10.0.0.1"}, Zone: &a},
+		// In zone-b, but its hints send zone-a's clients to it.
+		{Addresses: []string{"10.0.0.2"}, Zone: &b, Hints: &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: a}}}},
+		// In zone-a, but its hints keep it for zone-b.
+		{Addresses: []string{"10.0.0.3"}, Zone: &a, Hints: &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: b}}}},
+	}
+	var got []string
+	for _, ep := range inZone(eps, a) {
+		got = append(got, ep.Addresses[0])
+	}
+	if want := []string{"10.0.0.1", "10.0.0.2"}; !slices.Equal(got, want) {
+		t.Errorf("inZone(zone-a) = %v, want %v", got, want)
 	}
 }

@@ -32,10 +32,12 @@ var (
 
 // Nodes of the test cluster. Their addresses are documentation addresses, used
 // only as data in DNS answers; nothing is ever sent to them.
+// The nodes are in two topology zones: node-1 in zone-a, the others in
+// zone-b.
 var nodes = []stack.NodeSpec{
-	{Name: "node-1", InternalIP: []string{"192.0.2.11", "2001:db8::11"}, PodCIDR: "10.244.1.0/24"},
-	{Name: "node-2", InternalIP: []string{"192.0.2.12", "2001:db8::12"}, PodCIDR: "10.244.2.0/24"},
-	{Name: "node-3", InternalIP: []string{"192.0.2.13", "2001:db8::13"}, PodCIDR: "10.244.3.0/24"},
+	{Name: "node-1", InternalIP: []string{"192.0.2.11", "2001:db8::11"}, PodCIDR: "10.244.1.0/24", Labels: map[string]string{corev1.LabelTopologyZone: "zone-a"}},
+	{Name: "node-2", InternalIP: []string{"192.0.2.12", "2001:db8::12"}, PodCIDR: "10.244.2.0/24", Labels: map[string]string{corev1.LabelTopologyZone: "zone-b"}},
+	{Name: "node-3", InternalIP: []string{"192.0.2.13", "2001:db8::13"}, PodCIDR: "10.244.3.0/24", Labels: map[string]string{corev1.LabelTopologyZone: "zone-b"}},
 }
 
 // reverseZones are the reverse zones CoreDNS serves and skylb publishes PTR
@@ -43,10 +45,10 @@ var nodes = []stack.NodeSpec{
 var reverseZones = []string{"192.0.2.0/24", "2001:db8::/32"}
 
 // skylbArgs are the flags of the skylb under test, besides those the stack sets.
-// skylb publishes the view internal too: every test runs with it, and
-// views_test.go asks CoreDNS from that view's client address.
+// skylb publishes the views internal and zone-a too: every test runs with
+// them, and views_test.go asks CoreDNS from their client addresses.
 var skylbArgs = []string{"--default-namespace=default", "--resync-interval=1m", "--log-level=debug", "--apex-namespaces=owner",
-	"--reverse-zone=" + reverseZones[0], "--reverse-zone=" + reverseZones[1], "--view=internal=pods"}
+	"--reverse-zone=" + reverseZones[0], "--reverse-zone=" + reverseZones[1], "--view=internal=pods", "--view=zone-a=auto", "--view-zone=zone-a=zone-a"}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -71,7 +73,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	st, err = stack.Start(ctx, stack.Options{Root: root, Dir: dir, Zone: "example.org", ReverseZones: reverseZones, Views: []string{"internal"}, Log: os.Stderr})
+	st, err = stack.Start(ctx, stack.Options{Root: root, Dir: dir, Zone: "example.org", ReverseZones: reverseZones, Views: []string{"internal", "zone-a"}, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start stack:", err)
 		return 1

@@ -20,8 +20,12 @@ import (
 )
 
 // insideAddr is the client address of the view internal in the CoreDNS that
-// views starts; every other loopback address is outside.
-const insideAddr = "127.0.0.2"
+// views starts, zoneAAddr that of the view zone-a (clients in the topology
+// zone zone-a); every other loopback address is outside.
+const (
+	insideAddr = "127.0.0.2"
+	zoneAAddr  = "127.0.0.3"
+)
 
 var (
 	viewsOnce sync.Once
@@ -36,7 +40,7 @@ func views(t *testing.T) string {
 	t.Helper()
 	viewsOnce.Do(func() {
 		var corefile string
-		corefile, viewsErr = stack.ViewCorefile(st.Root, filepath.Join(st.Dir, "coredns-views"), map[string]string{"internal": insideAddr + "/32"})
+		corefile, viewsErr = stack.ViewCorefile(st.Root, filepath.Join(st.Dir, "coredns-views"), map[string]string{"internal": insideAddr + "/32", "zone-a": zoneAAddr + "/32"})
 		if viewsErr != nil {
 			return
 		}
@@ -155,4 +159,55 @@ func TestViews(t *testing.T) {
 		}
 		return slices.Equal(inside, svc.Spec.ClusterIPs), fmt.Sprintf("inside %q, ClusterIPs %q", inside, svc.Spec.ClusterIPs)
 	})
+}
+
+// TestTopologyView checks topology-aware answers through the real CoreDNS:
+// a Service with trafficDistribution PreferClose answers the view of zone-a
+// (--view=zone-a=auto --view-zone=zone-a=zone-a) with the nodes of zone-a
+// that run its ready pods, everyone else with every such node, and the view
+// with every node once zone-a has no ready pod (fail open, as kube-proxy).
+// A Service without the preference answers alike in every view.
+func TestTopologyView(t *testing.T) {
+	server := views(t)
+	namespace(t, "topo")
+	for _, d := range []struct {
+		name string
+		node string
+	}{{"close-a", "node-1"}, {"close-b2", "node-2"}, {"close-b3", "node-3"}} {
+		dep := stack.Deployment("topo", d.name, 1, 8080)
+		dep.Spec.Template.Labels["tier"] = "close"
+		dep.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": d.node}
+		if _, err := st.Kube.AppsV1().Deployments("topo").Create(ctxT(t), dep, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create deployment %s: %v", d.name, err)
+		}
+	}
+	preferClose := corev1.ServiceTrafficDistributionPreferClose
+	lbService(t, "topo", "close", func(s *corev1.Service) {
+		s.Spec.Selector = map[string]string{"tier": "close"}
+		s.Spec.TrafficDistribution = &preferClose
+	})
+	lbService(t, "topo", "anywhere", func(s *corev1.Service) { s.Spec.Selector = map[string]string{"tier": "close"} })
+	all := []string{"192.0.2.11", "192.0.2.12", "192.0.2.13"}
+	answers := func(limit time.Duration, name, from string, want []string) time.Duration {
+		t.Helper()
+		t0 := time.Now()
+		stack.Eventually(t, limit, fmt.Sprintf("%s answers %q to %s", name, want, from), func() (bool, string) {
+			_, got, err := queryFrom(server, from, name)
+			if err != nil {
+				return false, err.Error()
+			}
+			return slices.Equal(got, want), fmt.Sprintf("%q", got)
+		})
+		return time.Since(t0)
+	}
+	answers(slow, "close.topo.example.org", zoneAAddr, all[:1])
+	answers(quick, "close.topo.example.org", "127.0.0.1", all)
+	answers(quick, "anywhere.topo.example.org", zoneAAddr, all)
+
+	scale(t, "topo", "close-a", 0)
+	d := answers(slow, "close.topo.example.org", zoneAAddr, all[1:])
+	t.Logf("measure: zone-a's last pod gone -> its view answers the other zone's nodes in %v", d.Round(time.Millisecond))
+	answers(quick, "close.topo.example.org", "127.0.0.1", all[1:])
+	scale(t, "topo", "close-a", 1)
+	answers(slow, "close.topo.example.org", zoneAAddr, all[:1])
 }
