@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"runtime/debug"
 	"slices"
@@ -409,20 +410,27 @@ func once(ctx context.Context, cfg Config, pub *publishers, ctrl *controller.Con
 	if err := pub.WaitIdle(ctx); err != nil {
 		return fmt.Errorf("once: records not published within %v (is etcd reachable?): %w", timeout, err)
 	}
-	names, records := map[string]bool{}, 0
-	pub.CountRecords(func(stored string, _ skydns.Type) {
-		names[stored] = true
-		records++
-	})
-	s := pub.Stats()
 	verb := "written"
 	if cfg.DryRun {
 		verb = "to write (dry run)"
 	}
-	fmt.Fprintf(cfg.Summary, "names: %d\nrecords: %d\nrecords %s: %d\nrecords deleted: %d\nrecords unchanged: %d\n",
-		len(names), records, verb, s.Puts, s.Deletes, int64(records)-s.Puts)
-	if s.HeldDeletes > 0 {
-		fmt.Fprintf(cfg.Summary, "deletions held back by --max-delete-ratio: %d\n", s.HeldDeletes)
+	// The default view's, then each view's, prefixed with its name.
+	summarise := func(prefix string, p *publish.Publisher) {
+		names, records := map[string]bool{}, 0
+		p.CountRecords(func(stored string, _ skydns.Type) {
+			names[stored] = true
+			records++
+		})
+		s := p.Stats()
+		fmt.Fprintf(cfg.Summary, "%[1]snames: %[2]d\n%[1]srecords: %[3]d\n%[1]srecords %[4]s: %[5]d\n%[1]srecords deleted: %[6]d\n%[1]srecords unchanged: %[7]d\n",
+			prefix, len(names), records, verb, s.Puts, s.Deletes, int64(records)-s.Puts)
+		if s.HeldDeletes > 0 {
+			fmt.Fprintf(cfg.Summary, "%sdeletions held back by --max-delete-ratio: %d\n", prefix, s.HeldDeletes)
+		}
+	}
+	summarise("", pub.Publisher)
+	for _, name := range slices.Sorted(maps.Keys(pub.views)) {
+		summarise("view "+name+": ", pub.views[name])
 	}
 	return nil
 }

@@ -183,14 +183,13 @@ func (c *Controller) resolveLocked(out *outcome, g string, observed time.Time, t
 		if cl, ok := res.Clusters[stored]; ok {
 			w.Policy, w.Priority, w.Unhealthy = cl.Policy, cl.Priority, !cl.Healthy
 		}
-		c.setLocked(out, stored, w)
+		c.setLocked(out, "", stored, w)
 	}
-	// The views: the same names, with their own addresses. The zones' own
-	// records (nameservers, apex guard) and the PTR records are the
-	// default view's alone.
+	// The views: the same names, with their own addresses, and the apex
+	// guard. The PTR records are the default view's alone.
 	for _, v := range slices.Sorted(maps.Keys(res.Views)) {
 		for stored, records := range res.Views[v] {
-			out.records = append(out.records, wanted{view: v, stored: stored, want: publish.Want{Records: records, Observed: observed}})
+			c.setLocked(out, v, stored, publish.Want{Records: records, Observed: observed})
 		}
 	}
 	c.book.tellings.resolved(g, res.Problems, res.Granted, touched)

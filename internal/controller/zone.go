@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -38,11 +39,11 @@ const zoneKey = "zone/nameservers"
 type zoneState struct {
 	cfg      ZoneConfig
 	zones    []string
-	apexZone map[string]string          // apex stored name -> its zone
-	granted  map[string][]skydns.Record // apex stored name -> records the claim index granted there
-	ns       []zone.Nameserver          // nameservers published
-	refused  []netip.Addr               // addresses found but refused by the filter
-	synced   bool                       // the nameservers were computed once
+	apexZone map[string]string                     // apex stored name -> its zone
+	granted  map[string]map[string][]skydns.Record // view ("" the default) -> apex stored name -> records the claim index granted there
+	ns       []zone.Nameserver                     // nameservers published
+	refused  []netip.Addr                          // addresses found but refused by the filter
+	synced   bool                                  // the nameservers were computed once
 	wake     chan struct{}
 }
 
@@ -54,7 +55,7 @@ func newZoneState(cfg *ZoneConfig, zones []string) *zoneState {
 		cfg:      *cfg,
 		zones:    zones,
 		apexZone: make(map[string]string, len(zones)),
-		granted:  make(map[string][]skydns.Record),
+		granted:  make(map[string]map[string][]skydns.Record),
 		wake:     make(chan struct{}, 1),
 	}
 	for _, zn := range zones {
@@ -63,22 +64,26 @@ func newZoneState(cfg *ZoneConfig, zones []string) *zoneState {
 	return z
 }
 
-// setLocked adds to out the records of a stored name. The apex of a zone gets
-// the guard when no object publishes records there; every cluster keeps its
-// own guard, so it is not claimed.
-func (c *Controller) setLocked(out *outcome, stored string, w publish.Want) {
+// setLocked adds to out the records of a stored name in a view ("" the
+// default one). The apex of a zone gets the guard when no object publishes
+// records there, in every view; every cluster keeps its own guard, so it is
+// not claimed.
+func (c *Controller) setLocked(out *outcome, view, stored string, w publish.Want) {
 	if z := c.zone; z != nil {
 		if zn, ok := z.apexZone[stored]; ok {
 			if len(w.Records) == 0 {
-				delete(z.granted, stored)
+				delete(z.granted[view], stored)
 				w.Unclaimed = true
 			} else {
-				z.granted[stored] = w.Records
+				if z.granted[view] == nil {
+					z.granted[view] = make(map[string][]skydns.Record)
+				}
+				z.granted[view][stored] = w.Records
 			}
 			w.Records = zone.Apex(zn, w.Records, c.cfg.Source.TTL)
 		}
 	}
-	out.records = append(out.records, wanted{stored: stored, want: w})
+	out.records = append(out.records, wanted{view: view, stored: stored, want: w})
 }
 
 // Nameservers returns the number of nameservers published for each zone; nil
@@ -204,11 +209,16 @@ func (c *Controller) syncZones(ctx context.Context) {
 		changed = !z.synced || !slices.Equal(ns, z.ns)
 		refusedChanged = !slices.Equal(refused, z.refused)
 		z.ns, z.refused, z.synced = ns, refused, true
-		for stored, records := range zone.Records(z.zones, ns, c.cfg.Source.TTL, z.granted) {
-			_, apex := z.apexZone[stored]
-			out.records = append(out.records, wanted{stored: stored, want: publish.Want{
-				Records: records, Unclaimed: apex && len(z.granted[stored]) == 0, Observed: observed,
-			}})
+		// The zones' records are the same in every view but for what
+		// the view's objects publish at the apex.
+		for _, view := range append([]string{""}, slices.Sorted(maps.Keys(c.cfg.Views))...) {
+			granted := z.granted[view]
+			for stored, records := range zone.Records(z.zones, ns, c.cfg.Source.TTL, granted) {
+				_, apex := z.apexZone[stored]
+				out.records = append(out.records, wanted{view: view, stored: stored, want: publish.Want{
+					Records: records, Unclaimed: apex && len(granted[stored]) == 0, Observed: observed,
+				}})
+			}
 		}
 	})
 

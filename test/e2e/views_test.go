@@ -130,6 +130,17 @@ func TestViews(t *testing.T) {
 	scale(t, "views", "web", 3)
 	answered(slow, 3)
 
+	// The apex guard holds in the view too: the zone's apex does not
+	// answer with every address beneath it.
+	pods, _ := endpointState(t, "views", "web")
+	stack.Eventually(t, quick, "the apex example.org answers none of web's pods inside", func() (bool, string) {
+		_, apex, err := queryFrom(server, insideAddr, "example.org")
+		if err != nil {
+			return false, err.Error()
+		}
+		return !slices.ContainsFunc(apex, func(a string) bool { return slices.Contains(pods, a) }), fmt.Sprintf("inside, example.org answers %q; web's pods %q", apex, pods)
+	})
+
 	// The view's records, as etcdctl get --prefix /skydns-internal/ shows
 	// them to CoreDNS's user.
 	resp, err := etcdAs(t, "coredns").Get(ctxT(t), "/skydns-internal/org/example/views/web/", clientv3.WithPrefix())
