@@ -222,3 +222,45 @@ func TestTopologyView(t *testing.T) {
 	scale(t, "topo", "close-a", 1)
 	answers(slow, "close.topo.example.org", zoneAAddr, all[:1])
 }
+
+// TestViewsKeepOtherClustersNames checks that a cluster sharing the etcd
+// does not take, in its views, a name another cluster holds: a view's
+// publisher has no claims, and writes nothing over another owner's records;
+// the name is the second cluster's in every tree once the first lets go.
+func TestViewsKeepOtherClustersNames(t *testing.T) {
+	server := views(t)
+	// The view takes the Services' own source: its records are the
+	// default view's, so that only ownership can keep them out.
+	east := startSite(t, "veast", "192.0.2.71", "--view=internal=status")
+	west := startSite(t, "vwest", "192.0.2.72", "--view=internal=status")
+	t.Cleanup(func() { stopSites(t, east, west) })
+	inside := func(name string, want ...string) {
+		t.Helper()
+		stack.Eventually(t, quick, fmt.Sprintf("%s answers %q inside", name, want), func() (bool, string) {
+			_, got, err := queryFrom(server, insideAddr, name)
+			if err != nil {
+				return false, err.Error()
+			}
+			return slices.Equal(got, want), fmt.Sprintf("%q", got)
+		})
+	}
+	const solo = "vsolo.mc.example.org"
+	east.publish(t, "vsolo", solo, false)
+	within(t, quick, solo, east.addr)
+	inside(solo, east.addr)
+
+	west.publish(t, "vsolo", solo, false)
+	west.expectEvent(t, "vsolo", "HostnameConflict", "cluster veast holds it")
+	// West hands its view what it decides for vsolo before what it decides
+	// for a Service made after it: once that one answers inside, vsolo has
+	// had its chance.
+	west.publish(t, "vafter", "vafter.mc.example.org", false)
+	inside("vafter.mc.example.org", west.addr)
+	if _, got, err := queryFrom(server, insideAddr, solo); err != nil || !slices.Equal(got, []string{east.addr}) {
+		t.Fatalf("%s answers %q (%v) inside while vwest waits for it, want veast's address alone", solo, got, err)
+	}
+
+	east.remove(t, "vsolo")
+	within(t, quick, solo, west.addr)
+	inside(solo, west.addr)
+}
