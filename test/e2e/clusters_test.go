@@ -286,7 +286,8 @@ func stopSites(t *testing.T, sites ...*site) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	leases := make(map[int64]bool)
-	for _, prefix := range []string{"/skydns/", "/skylb/claims/"} {
+	// The views' trees too: a site with views leaves records there.
+	for _, prefix := range append([]string{"/skydns/", "/skylb/claims/"}, viewTrees()...) {
 		resp, err := c.Get(ctx, prefix, clientv3.WithPrefix())
 		if err != nil {
 			t.Errorf("list %s: %v", prefix, err)

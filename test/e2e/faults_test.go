@@ -204,6 +204,7 @@ func TestAPIServerRestart(t *testing.T) {
 	namespace(t, "api")
 	metallb(t, "api", "before", []corev1.LoadBalancerIngress{{IP: "203.0.113.60"}})
 	within(t, quick, "before.api.example.org", "203.0.113.60")
+	settle(t) // every tree holds what skylb was given
 	rev := revision(t)
 
 	api := st.Proc("kube-apiserver")

@@ -45,6 +45,18 @@ var nodes = []stack.NodeSpec{
 var reverseZones = []string{"192.0.2.0/24", "2001:db8::/32"}
 
 // skylbArgs are the flags of the skylb under test, besides those the stack sets.
+// viewNames are skylb's views besides the default one.
+var viewNames = []string{"internal", "zone-a"}
+
+// viewTrees returns the prefixes of the views' records, "/skydns-<view>/".
+func viewTrees() []string {
+	var out []string
+	for _, v := range viewNames {
+		out = append(out, "/skydns-"+v+"/")
+	}
+	return out
+}
+
 // skylb publishes the views internal and zone-a too: every test runs with
 // them, and views_test.go asks CoreDNS from their client addresses.
 var skylbArgs = []string{"--default-namespace=default", "--resync-interval=1m", "--log-level=debug", "--apex-namespaces=owner",
@@ -73,7 +85,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	st, err = stack.Start(ctx, stack.Options{Root: root, Dir: dir, Zone: "example.org", ReverseZones: reverseZones, Views: []string{"internal", "zone-a"}, Log: os.Stderr})
+	st, err = stack.Start(ctx, stack.Options{Root: root, Dir: dir, Zone: "example.org", ReverseZones: reverseZones, Views: viewNames, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start stack:", err)
 		return 1

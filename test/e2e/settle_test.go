@@ -7,6 +7,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,20 +84,32 @@ func mark(t *testing.T) (int64, string, string) {
 	t.Helper()
 	settleNamespace(t)
 	name := fmt.Sprintf("mark-%d", marks.Add(1))
-	metallb(t, "settle", name, []corev1.LoadBalancerIngress{{IP: "203.0.113.250"}}, func(s *corev1.Service) { s.Spec.Ports[0].Name = "" })
+	// Its status address in every view too: each view's publisher writes
+	// in the order it is given, on its own, so the mark must reach them all.
+	metallb(t, "settle", name, []corev1.LoadBalancerIngress{{IP: "203.0.113.250"}}, func(s *corev1.Service) {
+		s.Spec.Ports[0].Name = ""
+		s.Annotations = map[string]string{"skylb.io/address-source.internal": "status"}
+	})
 	path := stack.StoredPath(name+".settle.example.org") + "/"
 	root := etcdAs(t, "root")
+	// The revision returned is the default tree's record's, which
+	// writesBetween watches.
 	var rev int64
-	stack.Eventually(t, quick, "skylb writes the record of settle/"+name, func() (bool, string) {
-		resp, err := root.Get(ctxT(t), path, clientv3.WithPrefix())
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, kv := range resp.Kvs {
-			rev = max(rev, kv.ModRevision)
-		}
-		return len(resp.Kvs) > 0, "no key under " + path
-	})
+	for i, tree := range append([]string{"/skydns/"}, viewTrees()...) {
+		p := tree + strings.TrimPrefix(path, "/skydns/")
+		stack.Eventually(t, quick, "skylb writes the record of settle/"+name+" under "+tree, func() (bool, string) {
+			resp, err := root.Get(ctxT(t), p, clientv3.WithPrefix())
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, kv := range resp.Kvs {
+				if i == 0 {
+					rev = max(rev, kv.ModRevision)
+				}
+			}
+			return len(resp.Kvs) > 0, "no key under " + p
+		})
+	}
 	return rev, path, name
 }
 

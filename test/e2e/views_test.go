@@ -6,7 +6,7 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,31 +27,32 @@ const (
 	zoneAAddr  = "127.0.0.3"
 )
 
-var (
-	viewsOnce sync.Once
-	viewsAddr string
-	viewsErr  error
-)
+// viewsStarted numbers the CoreDNS processes views starts.
+var viewsStarted atomic.Int32
 
-// views returns the address of a CoreDNS serving the shipped Corefile with
-// the shipped example of a view's block (coredns/internal.view.example) as
-// internal.view beside it, its networks narrowed to insideAddr.
+// views starts a CoreDNS serving the shipped Corefile with the shipped
+// example of a view's block (coredns/internal.view.example) beside it for
+// the views internal and zone-a, their networks narrowed to insideAddr and
+// zoneAAddr, and returns its address. It is stopped when the test ends: one
+// for each test, so that none inherits an etcd client still reconnecting
+// after another test's etcd outage (the stack's own CoreDNS has the
+// reloader for that).
 func views(t *testing.T) string {
 	t.Helper()
-	viewsOnce.Do(func() {
-		var corefile string
-		corefile, viewsErr = stack.ViewCorefile(st.Root, filepath.Join(st.Dir, "coredns-views"), map[string]string{"internal": insideAddr + "/32", "zone-a": zoneAAddr + "/32"})
-		if viewsErr != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_, viewsAddr, viewsErr = st.StartCoreDNS(ctx, "coredns-views", corefile, 0)
-	})
-	if viewsErr != nil {
-		t.Fatalf("CoreDNS with the view internal: %v", viewsErr)
+	n := viewsStarted.Add(1)
+	corefile, err := stack.ViewCorefile(st.Root, filepath.Join(st.Dir, fmt.Sprintf("coredns-views-%d", n)),
+		map[string]string{"internal": insideAddr + "/32", "zone-a": zoneAAddr + "/32"})
+	if err != nil {
+		t.Fatalf("CoreDNS with the views: %v", err)
 	}
-	return viewsAddr
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, addr, err := st.StartCoreDNS(ctx, fmt.Sprintf("coredns-views-%d", n), corefile, 0)
+	if err != nil {
+		t.Fatalf("CoreDNS with the views: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Stop() })
+	return addr
 }
 
 // queryFrom asks server for the A records of name from the loopback address
