@@ -81,10 +81,19 @@ func (b *Builder) mode(p *Publication, svc *corev1.Service, implemented bool) Mo
 	if !implemented {
 		mode = ModeStatus
 	}
-	if v, ok := svc.Annotations[AnnotationAddressSource]; ok {
-		m, err := ParseMode(v)
+	return annotatedMode(p, svc, AnnotationAddressSource, mode, ParseMode, implemented)
+}
+
+// annotatedMode returns the address source the annotation key of svc names,
+// read by parse, or def without one; a value parse refuses is told on p as
+// InvalidAnnotation and def kept. ModeAuto is resolved: ModeNodes for a
+// Service skylb implements, ModeStatus for the others.
+func annotatedMode(p *Publication, svc *corev1.Service, key string, def Mode, parse func(string) (Mode, error), implemented bool) Mode {
+	mode := def
+	if v, ok := svc.Annotations[key]; ok {
+		m, err := parse(v)
 		if err != nil {
-			p.problem(ReasonInvalidAnnotation, "annotation %s: %v; using %s", AnnotationAddressSource, err, mode)
+			p.problem(ReasonInvalidAnnotation, "annotation %s: %v; using %s", key, err, mode)
 		} else {
 			mode = m
 		}

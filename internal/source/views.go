@@ -101,23 +101,11 @@ func parseViewMode(s string) (Mode, error) {
 // prefer, keeps the Service's addresses and gets no entry. The address
 // filter applies in every view.
 func (b *Builder) viewAddresses(p *Publication, svc *corev1.Service, implemented bool) {
-	close := TopologyAware(svc)
+	preferClose := TopologyAware(svc)
 	for _, v := range b.cfg.Views {
-		mode := v.Source
-		key := AnnotationViewAddressSourcePrefix + v.Name
-		if s, ok := svc.Annotations[key]; ok {
-			m, err := parseViewMode(s)
-			if err != nil {
-				p.problem(ReasonInvalidAnnotation, "annotation %s: %v; using %s", key, err, mode)
-			} else {
-				mode = m
-			}
-		}
-		if mode == ModeAuto {
-			mode = map[bool]Mode{true: ModeNodes, false: ModeStatus}[implemented]
-		}
+		mode := annotatedMode(p, svc, AnnotationViewAddressSourcePrefix+v.Name, v.Source, parseViewMode, implemented)
 		zone := ""
-		if close && (mode == ModeNodes || mode == ModePods) {
+		if preferClose && (mode == ModeNodes || mode == ModePods) {
 			zone = v.Zone
 		}
 		if mode == p.Mode && zone == "" {
