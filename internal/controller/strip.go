@@ -26,45 +26,11 @@ func transform(z *ZoneConfig, sc scope.Scope, views []source.View) func(any) (an
 	}
 	keep, keepAll := labelsRead(ns, sc.Selector)
 	keep[source.LabelGatewayName] = true
-	strip := stripper(keep, keepAll)
-	needs := viewNeedsOf(views)
-	if needs == (viewNeeds{}) {
-		return strip
-	}
-	return func(obj any) (any, error) {
-		switch o := obj.(type) {
-		case *corev1.Service:
-			ips, dist := o.Spec.ClusterIPs, o.Spec.TrafficDistribution
-			out, err := strip(obj)
-			o.Spec.ClusterIPs = ips
-			if needs.topology {
-				o.Spec.TrafficDistribution = dist
-			}
-			return out, err
-		case *discoveryv1.EndpointSlice:
-			if !needs.topology {
-				return strip(obj)
-			}
-			type topo struct {
-				zone  *string
-				hints *discoveryv1.EndpointHints
-			}
-			kept := make([]topo, len(o.Endpoints))
-			for i, ep := range o.Endpoints {
-				kept[i] = topo{ep.Zone, ep.Hints}
-			}
-			out, err := strip(obj)
-			for i := range o.Endpoints {
-				o.Endpoints[i].Zone, o.Endpoints[i].Hints = kept[i].zone, kept[i].hints
-			}
-			return out, err
-		}
-		return strip(obj)
-	}
+	return stripper(keep, keepAll, viewNeedsOf(views))
 }
 
 // viewNeeds are the fields of cached objects that views read, which the
-// stripper drops otherwise.
+// stripper keeps only for them.
 type viewNeeds struct {
 	// clusterIPs: a view may publish a Service's ClusterIPs (any view, by
 	// annotation).
@@ -108,11 +74,13 @@ func labelsRead(selectors ...labels.Selector) (keys map[string]bool, all bool) {
 // target references, the Node status but for addresses and conditions, the
 // rules of routes, the parent statuses of routes but for acceptance, and of
 // Gateways all but their listeners' names, hostnames, ports, protocols and
-// allowed kinds and namespaces, and the addresses in their status.
+// allowed kinds and namespaces, and the addresses in their status. What
+// views read stays (see viewNeeds): the Services' ClusterIPs, and with a
+// zone, their traffic distribution and the endpoints' zones and hints.
 // skylb never writes a cached object back: Service status is written as a
 // patch of the status alone. Whatever starts reading one of these fields must
 // keep it here. Services with equal ports share one list of them (portLists).
-func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
+func stripper(keep map[string]bool, keepAll bool, views viewNeeds) func(any) (any, error) {
 	keepLabels := func(l map[string]string, also string) map[string]string {
 		if keepAll {
 			return l
@@ -157,6 +125,12 @@ func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
 				spec.Ports[i] = corev1.ServicePort{Name: p.Name, Port: p.Port, Protocol: canonical(p.Protocol, protocols)}
 			}
 			spec.Ports = ports.share(spec.Ports)
+			if views.clusterIPs {
+				spec.ClusterIPs = o.Spec.ClusterIPs
+			}
+			if views.topology {
+				spec.TrafficDistribution = o.Spec.TrafficDistribution
+			}
 			o.Spec = spec
 			for i := range o.Status.LoadBalancer.Ingress {
 				in := &o.Status.LoadBalancer.Ingress[i]
@@ -177,7 +151,10 @@ func stripper(keep map[string]bool, keepAll bool) func(any) (any, error) {
 			o.Labels = keepLabels(o.Labels, discoveryv1.LabelServiceName)
 			for i := range o.Endpoints {
 				ep := &o.Endpoints[i]
-				ep.TargetRef, ep.Hints, ep.Zone, ep.Hostname, ep.DeprecatedTopology = nil, nil, nil, nil, nil
+				ep.TargetRef, ep.Hostname, ep.DeprecatedTopology = nil, nil, nil
+				if !views.topology {
+					ep.Hints, ep.Zone = nil, nil
+				}
 			}
 		case *gatewayv1.Gateway:
 			o.Labels = keepLabels(o.Labels, "")

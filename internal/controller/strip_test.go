@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -57,7 +58,7 @@ func TestStripperService(t *testing.T) {
 		},
 		Status: in.Status,
 	}
-	strip := stripper(map[string]bool{"tier": true}, false)
+	strip := stripper(map[string]bool{"tier": true}, false, viewNeeds{})
 	got, err := strip(in.DeepCopy())
 	if err != nil {
 		t.Fatalf("strip: %v", err)
@@ -94,7 +95,7 @@ func TestStripperSharesCommonValues(t *testing.T) {
 			}},
 		}
 	}
-	strip := stripper(nil, false)
+	strip := stripper(nil, false, viewNeeds{})
 	a, _ := strip(decoded())
 	b, _ := strip(decoded())
 	sa, sb := a.(*corev1.Service), b.(*corev1.Service)
@@ -151,11 +152,45 @@ func TestStripperExternalNameService(t *testing.T) {
 		ObjectMeta: in.ObjectMeta,
 		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.net"},
 	}
-	got, err := stripper(nil, false)(in.DeepCopy())
+	got, err := stripper(nil, false, viewNeeds{})(in.DeepCopy())
 	if err != nil {
 		t.Fatalf("strip: %v", err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stripper(ExternalName Service) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestStripperKeepsWhatViewsRead checks that the Services' ClusterIPs, their
+// traffic distribution and the endpoints' zones and hints stay in the caches
+// when views read them, and only then.
+func TestStripperKeepsWhatViewsRead(t *testing.T) {
+	zone, preferClose := "zone-a", corev1.ServiceTrafficDistributionPreferClose
+	svc := &corev1.Service{Spec: corev1.ServiceSpec{ClusterIPs: []string{"10.96.0.10"}, TrafficDistribution: &preferClose}}
+	slice := &discoveryv1.EndpointSlice{Endpoints: []discoveryv1.Endpoint{{
+		Addresses: []string{"10.244.1.5"}, Zone: &zone,
+		Hints: &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}},
+	}}}
+	for _, tc := range []struct {
+		needs                viewNeeds
+		ips, dist, zoneHints bool
+	}{
+		{needs: viewNeeds{}},
+		{needs: viewNeeds{clusterIPs: true}, ips: true},
+		{needs: viewNeeds{clusterIPs: true, topology: true}, ips: true, dist: true, zoneHints: true},
+	} {
+		strip := stripper(nil, false, tc.needs)
+		s, _ := strip(svc.DeepCopy())
+		e, _ := strip(slice.DeepCopy())
+		spec, ep := s.(*corev1.Service).Spec, e.(*discoveryv1.EndpointSlice).Endpoints[0]
+		if got := len(spec.ClusterIPs) > 0; got != tc.ips {
+			t.Errorf("%+v: ClusterIPs kept %v, want %v", tc.needs, got, tc.ips)
+		}
+		if got := spec.TrafficDistribution != nil; got != tc.dist {
+			t.Errorf("%+v: trafficDistribution kept %v, want %v", tc.needs, got, tc.dist)
+		}
+		if got := ep.Zone != nil && ep.Hints != nil; got != tc.zoneHints || (ep.Zone == nil) != (ep.Hints == nil) {
+			t.Errorf("%+v: endpoint zone %v and hints %v, want both kept: %v", tc.needs, ep.Zone, ep.Hints, tc.zoneHints)
+		}
 	}
 }
