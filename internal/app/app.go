@@ -174,7 +174,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	g, ctx := errgroup.WithContext(ctx)
 	if cfg.StartGCPercent > 0 {
 		g.Go(func() error {
-			coldStart(ctx, cfg.StartGCPercent, pub, ctrl, elector == nil)
+			coldStart(ctx, cfg.StartGCPercent, ctrl, elector == nil)
 			return nil
 		})
 	}
@@ -288,9 +288,9 @@ func controllerConfig(cfg Config, clients Clients, m *metrics.Metrics, elector *
 
 // coldStart runs the first pass at the garbage collector setting gcPercent,
 // then returns to the usual one.
-func coldStart(ctx context.Context, gcPercent int, pub *publishers, ctrl *controller.Controller, writes bool) {
+func coldStart(ctx context.Context, gcPercent int, ctrl *controller.Controller, writes bool) {
 	prev := debug.SetGCPercent(gcPercent)
-	firstPass(ctx, pub, ctrl, writes)
+	firstPass(ctx, ctrl, writes)
 	debug.SetGCPercent(prev)
 	if ctx.Err() == nil {
 		// The cold start's garbage is gone, and the pages it took stay
@@ -360,11 +360,11 @@ func notReady(clients Clients, pub *publishers, ctrl *controller.Controller) err
 // coming soon: ctx ends, a minute has passed (etcd is unreachable), or the
 // caches have synced on a replica that does not write (writing is not
 // active) and so holds no writes back.
-func firstPass(ctx context.Context, pub *publishers, ctrl *controller.Controller, writes bool) {
+func firstPass(ctx context.Context, ctrl *controller.Controller, writes bool) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if waitReady(ctx, ctrl) == nil && writes {
-		pub.WaitIdle(ctx)
+		ctrl.WaitIdle(ctx)
 	}
 }
 
@@ -407,7 +407,7 @@ func once(ctx context.Context, cfg Config, pub *publishers, ctrl *controller.Con
 			return fmt.Errorf("once: nothing written: %w; each scope needs its own --owner-id", err)
 		}
 	}
-	if err := pub.WaitIdle(ctx); err != nil {
+	if err := ctrl.WaitIdle(ctx); err != nil {
 		return fmt.Errorf("once: records not published within %v (is etcd reachable?): %w", timeout, err)
 	}
 	verb := "written"

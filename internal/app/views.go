@@ -15,7 +15,8 @@ import (
 // (source.Config.Views). The default view's holds the claims and tells the
 // controller of other clusters'; each view's writes the records of its view
 // under its own prefix, skydns.ViewPrefix. They run, lead and are ready
-// together.
+// together; waiting until they have written what they were given is the
+// controller's WaitIdle, which hands it to them.
 type publishers struct {
 	*publish.Publisher                               // the default view's
 	views              map[string]*publish.Publisher // by view name
@@ -87,20 +88,6 @@ func (p *publishers) Resync() {
 	for _, v := range p.views {
 		v.Resync()
 	}
-}
-
-// WaitIdle waits until every publisher has written everything it was
-// given, or ctx ends.
-func (p *publishers) WaitIdle(ctx context.Context) error {
-	if err := p.Publisher.WaitIdle(ctx); err != nil {
-		return err
-	}
-	for _, v := range p.views {
-		if err := v.WaitIdle(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Stats returns the counters of every publisher together: the views' keys,

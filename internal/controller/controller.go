@@ -282,6 +282,10 @@ func newIndex(cfg Config) *rank.Index {
 // Ready reports whether the caches have synced and the first full pass is done.
 func (c *Controller) Ready() bool { return c.phase.ready.Load() }
 
+// WaitIdle waits until the records the controller handed over, in every
+// view, are written, or ctx ends.
+func (c *Controller) WaitIdle(ctx context.Context) error { return c.pub.WaitIdle(ctx) }
+
 // Run starts the informers, waits for their caches, publishes everything once and
 // then follows changes until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
