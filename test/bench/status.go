@@ -100,7 +100,9 @@ func (b *bench) statusAtScale(ctx context.Context, res *results) error {
 	r.RSSAfterMiB, r.PeakRSSMiB = mib(u.RSS), mib(u.PeakRSS)
 	r.HeapInuseAfterMiB = readGoMemory(m).HeapInuse
 	logf("status: skylb's RSS %.1f MiB (heap in use %.1f MiB, peak RSS %.1f MiB) once the %d Services are deleted", r.RSSAfterMiB, r.HeapInuseAfterMiB, r.PeakRSSMiB, n)
-	return nil
+	// The Services go once skylb has removed its finalizer: the phase
+	// leaves none of that work to the next.
+	return b.waitServicesGone(ctx, statusNS)
 }
 
 // waitStatus waits until n Services of statusNS have a status, polling every
@@ -143,6 +145,27 @@ func (b *bench) waitNoRecords(ctx context.Context, prefix string, limit time.Dur
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// waitServicesGone waits until namespace holds no Service.
+func (b *bench) waitServicesGone(ctx context.Context, namespace string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		l, err := b.kube.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
+		if err == nil && len(l.Items) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			n := 0
+			if l != nil {
+				n = len(l.Items)
+			}
+			return fmt.Errorf("%d Services of %s not gone: %w", n, namespace, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

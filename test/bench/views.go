@@ -6,7 +6,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The view of the second-view phase: every Service's ClusterIP, so that the
@@ -43,11 +42,6 @@ func (b *bench) secondView(ctx context.Context, res *results) error {
 		return fmt.Errorf("no cold start to compare with")
 	}
 	v := &viewCost{View: benchView + "=" + benchViewSource, Keys: c.Keys}
-	// The Services of the status phase go once skylb has removed their
-	// finalizer: a skylb started before would do that work meanwhile.
-	if err := b.waitServicesGone(ctx, statusNS); err != nil {
-		return err
-	}
 	if err := b.skylb.Stop(); err != nil {
 		return err
 	}
@@ -118,25 +112,4 @@ func (v *viewCost) markdown(c *coldStart, row func(...string)) {
 		f("%.2f s (%.2f s)", v.LastRecordSeconds, c.LastRecordSeconds), "< 5 s")
 	row("&nbsp;&nbsp;peak RSS (one tree) / CPU (one tree)", f("%.1f MiB (%.1f MiB) / %.2f s (%.2f s)", v.PeakRSSMiB, c.PeakRSSMiB, v.CPUSeconds, c.CPUSeconds), "< 75 MiB")
 	row("&nbsp;&nbsp;RSS once written (one tree); Go heap in use (one tree); keys written", f("%.1f MiB (%.1f MiB); %.1f MiB (%.1f MiB); %.0f", v.RSSMiB, c.RSSMiB, v.HeapInuseMiB, c.HeapInuseMiB, v.KeysWritten), "")
-}
-
-// waitServicesGone waits until namespace holds no Service.
-func (b *bench) waitServicesGone(ctx context.Context, namespace string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	for {
-		l, err := b.kube.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
-		if err == nil && len(l.Items) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			n := 0
-			if l != nil {
-				n = len(l.Items)
-			}
-			return fmt.Errorf("%d Services of %s not gone: %w", n, namespace, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
