@@ -14,14 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
-	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -140,7 +138,7 @@ type caches struct {
 	builder   *source.Builder
 	informers coreInformers
 	services  corelisters.ServiceLister
-	ingresses networkinglisters.IngressLister
+	kinds     []*objectKind // the kinds of the informers above that publish
 	// synced report, one per event handler, that the informer's cache has
 	// synced and the handler has been given every object of the initial
 	// list, which it does not queue: the first full pass covers them.
@@ -240,7 +238,7 @@ func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Co
 			builder:   source.NewBuilder(cfg.Source, listers),
 			informers: coreInformers{services: svcs, slices: slices_, nodes: nodes, ingresses: ings},
 			services:  listers.Services,
-			ingresses: networkinglisters.NewIngressLister(ings.indexer()),
+			kinds:     coreKinds(svcs, ings),
 		},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -258,7 +256,9 @@ func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Co
 		panic(fmt.Sprintf("add the Services' port index: %v", err))
 	}
 	c.health.prober = health.NewProber(cfg.HealthWorkers, c.healthChanged, cfg.ObserveProbe)
-	c.caches.synced = append(c.caches.synced, c.handle(svcs, source.KindService), c.handle(ings, source.KindIngress))
+	for i, inf := range []informerSet{svcs, ings} {
+		c.caches.synced = append(c.caches.synced, c.handle(inf, c.caches.kinds[i]))
+	}
 	c.handleSlices(slices_)
 	c.handleNodes(nodes)
 	if c.gw != nil {
@@ -398,19 +398,8 @@ func (c *Controller) syncAll(ctx context.Context) (int, error) {
 // cachedKeys returns the keys of every cached object and every object the index still holds.
 func (c *Controller) cachedKeys() ([]string, error) {
 	var keys []string
-	svcs, err := c.caches.services.List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("list services: %w", err)
-	}
-	for _, s := range svcs {
-		keys = append(keys, source.KindService+"/"+s.Namespace+"/"+s.Name)
-	}
-	ings, err := c.caches.ingresses.List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("list ingresses: %w", err)
-	}
-	for _, i := range ings {
-		keys = append(keys, source.KindIngress+"/"+i.Namespace+"/"+i.Name)
+	for _, k := range c.caches.kinds {
+		keys = append(keys, k.cachedKeys()...)
 	}
 	keys = append(keys, c.gatewayKeys()...)
 	c.mu.Lock()

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/skydns"
@@ -135,39 +135,15 @@ func (c *Controller) publication(key string) (*source.Publication, *corev1.Servi
 		return nil, nil, fmt.Errorf("malformed key %q: %w", key, errPermanent)
 	}
 	kind, ns, name := k.Kind, k.Namespace, k.Name
-	switch kind {
-	case source.KindService:
-		svc, err := c.caches.services.Services(ns).Get(name)
-		if apierrors.IsNotFound(err) {
-			return nil, nil, nil
-		} else if err != nil {
+	if ck := c.kindOf(kind); ck != nil {
+		obj, exists, err := ck.indexer.GetByKey(cache.NewObjectName(ns, name).String())
+		if err != nil || !exists {
 			return nil, nil, err
 		}
-		// A Service being deleted publishes nothing; it is returned, for
-		// skylb's finalizer holds it until its records are gone.
-		if svc.DeletionTimestamp != nil {
-			return nil, svc, nil
-		}
-		// A Service outside the scope, such as the ingress controller's
-		// in a namespace not published, is read but not published.
-		if !c.cfg.Scope.Object(source.KindService, svc) {
-			return nil, nil, nil
-		}
-		return c.caches.builder.Service(svc), svc, nil
-	case source.KindIngress:
-		ing, err := c.caches.ingresses.Ingresses(ns).Get(name)
-		if apierrors.IsNotFound(err) {
-			return nil, nil, nil
-		} else if err != nil {
-			return nil, nil, err
-		}
-		if !c.cfg.Scope.Ingress(ing) {
-			return nil, nil, nil
-		}
-		return c.caches.builder.Ingress(ing), nil, nil
+		return ck.publication(c, obj)
 	}
 	if gk := c.gw.kindOf(kind); gk != nil {
-		pub, err := c.gatewayPublication(gk, ns+"/"+name)
+		pub, err := c.gatewayPublication(gk, cache.NewObjectName(ns, name).String())
 		return pub, nil, err
 	}
 	return nil, nil, fmt.Errorf("unknown kind in key %q: %w", key, errPermanent)

@@ -184,7 +184,7 @@ func (c *Controller) setupGateway() {
 		}
 		// Not in c.caches.synced: these informers run only once discovery finds
 		// their resources (see startServed).
-		c.handle(k.informers, k.kind)
+		c.handle(k.informers, &objectKind{kind: k.kind, indexer: k.indexer})
 	}
 }
 
@@ -326,7 +326,9 @@ func (c *Controller) gatewayKeys() []string {
 	var out []string
 	for _, k := range c.gw.kinds {
 		for _, key := range k.indexer.ListKeys() {
-			out = append(out, k.kind+"/"+key)
+			if s, ok := objectKeyOf(k.kind, key); ok {
+				out = append(out, s)
+			}
 		}
 	}
 	return out

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
@@ -18,44 +17,32 @@ import (
 
 // The informers' event handlers: what a change of each kind of object queues.
 
-// handle enqueues the objects of an informer as they change, and returns
-// whether the handler has been told of every object the informer listed.
-func (c *Controller) handle(inf informerSet, kind string) cache.InformerSynced {
-	enqueue := func(obj any) {
+// handle enqueues the objects of a kind's informers as they change, with
+// what depends on them, and returns whether the handler has been told of
+// every object the informers listed.
+func (c *Controller) handle(inf informerSet, k *objectKind) cache.InformerSynced {
+	changed := func(old, cur any) {
+		obj := cur
+		if obj == nil {
+			obj = old
+		}
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 		if err != nil {
 			utilruntime.HandleError(err)
 			return
 		}
-		c.enqueueCached(kind, key)
-		if kind == source.KindService {
-			c.serviceChanged(obj, key)
-		}
-	}
-	add := enqueue
-	if kind == source.KindService {
-		add = func(obj any) {
-			enqueue(obj)
-			c.portsChanged(nil, obj)
+		c.enqueueCached(k.kind, key)
+		if k.changed != nil {
+			k.changed(c, key, old, cur)
 		}
 	}
 	synced, err := inf.addEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: add,
-		UpdateFunc: func(old, obj any) {
-			enqueue(obj)
-			if kind == source.KindService {
-				c.portsChanged(old, obj)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			enqueue(obj)
-			if kind == source.KindService {
-				c.portsChanged(obj, nil)
-			}
-		},
+		AddFunc:    func(obj any) { changed(nil, obj) },
+		UpdateFunc: changed,
+		DeleteFunc: func(obj any) { changed(obj, nil) },
 	})
 	if err != nil {
-		panic(fmt.Sprintf("add %s event handler: %v", kind, err))
+		panic(fmt.Sprintf("add %s event handler: %v", k.kind, err))
 	}
 	return synced
 }
@@ -150,12 +137,9 @@ func (c *Controller) enqueueObject(kind, namespace, name string) {
 // enqueueCached enqueues the object of a kind under its key in an informer's
 // cache ("namespace/name").
 func (c *Controller) enqueueCached(kind, cacheKey string) {
-	ns, name, err := cache.SplitMetaNamespaceKey(cacheKey)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
+	if key, ok := objectKeyOf(kind, cacheKey); ok {
+		c.enqueue(key)
 	}
-	c.enqueueObject(kind, ns, name)
 }
 
 // observations remember, by key, when a change was first seen, until the key
@@ -185,22 +169,4 @@ func (o *observations) take(key string) time.Time {
 	t := o.seen[key]
 	delete(o.seen, key)
 	return t
-}
-
-// enqueueAll enqueues every cached object of a kind.
-func (c *Controller) enqueueAll(kind string) {
-	switch kind {
-	case source.KindService:
-		svcs, _ := c.caches.services.List(labels.Everything())
-		for _, s := range svcs {
-			if s.Spec.Type == corev1.ServiceTypeLoadBalancer || len(s.Status.LoadBalancer.Ingress) > 0 {
-				c.enqueueObject(source.KindService, s.Namespace, s.Name)
-			}
-		}
-	case source.KindIngress:
-		ings, _ := c.caches.ingresses.List(labels.Everything())
-		for _, i := range ings {
-			c.enqueueObject(source.KindIngress, i.Namespace, i.Name)
-		}
-	}
 }
