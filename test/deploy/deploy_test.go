@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -111,6 +112,7 @@ func TestDeploy(t *testing.T) {
 	t.Run("etcd scaled to zero", e.etcdScaledToZero)
 	t.Run("CoreDNS on host port 53", e.hostNetwork)
 	t.Run("memory", e.memory)
+	t.Run("a zone's view", e.zoneView)
 }
 
 // copyRepo copies the files git tracks to a new directory: the deployment
@@ -348,19 +350,36 @@ const cacheTTL = 5 * time.Second
 // replica serves an older answer from its cache.
 func (e *env) waitSettled(ctx context.Context, name string, want []string) {
 	e.t.Helper()
+	e.settle(ctx, name, func() ([]string, error) { return query(e.server(), name) }, want)
+}
+
+// settle waits until ask has answered want, and nothing else, every time for
+// longer than CoreDNS caches an answer, so that no answer of before is left
+// in a cache.
+func (e *env) settle(ctx context.Context, what string, ask func() ([]string, error), want []string) {
+	e.t.Helper()
 	start, since := time.Now(), time.Now()
 	var last string
 	for time.Since(since) <= cacheTTL+time.Second {
 		if time.Since(start) > 2*time.Minute || ctx.Err() != nil {
-			e.t.Fatalf("%s: CoreDNS did not answer %v for %v in a row within two minutes; last: %s", name, want, cacheTTL+time.Second, last)
+			e.t.Fatalf("%s: CoreDNS did not answer %v for %v in a row within two minutes; last: %s", what, want, cacheTTL+time.Second, last)
 		}
-		rcode, got, err := stack.Query(e.server(), name, dns.TypeA)
-		if err != nil || rcode != dns.RcodeSuccess || !slices.Equal(got, want) {
-			last = fmt.Sprintf("%s %v %v", dns.RcodeToString[rcode], got, err)
+		if got, err := ask(); err != nil || !slices.Equal(got, want) {
+			last = fmt.Sprint(got, err)
 			since = time.Now()
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// query asks server for name's addresses: an error for an answer other
+// than NOERROR.
+func query(server, name string) ([]string, error) {
+	rcode, got, err := stack.Query(server, name, dns.TypeA)
+	if err == nil && rcode != dns.RcodeSuccess {
+		err = fmt.Errorf("%s", dns.RcodeToString[rcode])
+	}
+	return got, err
 }
 
 // kubectl runs kubectl against the cluster and fails the test on an error.
@@ -797,26 +816,14 @@ func (e *env) etcdScaledToZero(t *testing.T) {
 func (e *env) hostNetwork(t *testing.T) {
 	e.t = t
 	ctx := ctxT(t, 5*time.Minute)
-	overlay := filepath.Join(e.work, "coredns-hostnetwork")
-	if err := os.MkdirAll(overlay, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../coredns]\ncomponents: [../coredns/deploy/hostnetwork]\n"
-	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(k), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dnsNodes := []string{e.c.Nodes[0].Name, e.c.Nodes[1].Name}
+	dnsNodes := e.dnsNodes()
 	var want []string
 	for _, n := range dnsNodes {
-		e.kubectl(ctx, "label", "node", n, "skylb.io/dns=true")
 		want = append(want, e.nodeIP(n))
 	}
 	slices.Sort(want)
 	start := time.Now()
-	if out, err := e.shell(ctx, "kubectl apply -k coredns-hostnetwork", 0); err != nil {
-		t.Fatalf("kubectl apply -k coredns-hostnetwork: %v\n%s", err, out)
-	}
-	e.kubectl(ctx, "-n", "skylb-coredns", "rollout", "status", "daemonset/coredns", "--timeout=3m")
+	e.applyHostNetwork(ctx, nil)
 	server := net.JoinHostPort(e.nodeIP(dnsNodes[0]), "53")
 	var last string
 	e.waitFor(ctx, 2*time.Minute, "NS at the apex on port 53", func() bool {
@@ -847,6 +854,42 @@ func (e *env) hostNetwork(t *testing.T) {
 	if _, ns, err := stack.Query(server, zone, dns.TypeNS); err != nil || len(ns) != len(want) {
 		t.Errorf("port 53 of %s after the Deployment went: NS %v (%v), want %d", dnsNodes[0], ns, err, len(want))
 	}
+}
+
+// dnsNodes are the nodes CoreDNS's hostNetwork DaemonSet runs on.
+func (e *env) dnsNodes() []string { return []string{e.c.Nodes[0].Name, e.c.Nodes[1].Name} }
+
+// applyHostNetwork labels the nodes of dnsNodes skylb.io/dns=true and
+// applies coredns/ with the component deploy/hostnetwork in an overlay, as
+// the deployment page tells, with the given files (name -> content) beside
+// the Corefile in the ConfigMap coredns-corefile, as coredns/README.md's
+// "Views" tells of a view's file; then it waits for the DaemonSet's rollout.
+func (e *env) applyHostNetwork(ctx context.Context, files map[string]string) {
+	e.t.Helper()
+	overlay := filepath.Join(e.work, "coredns-hostnetwork")
+	if err := os.MkdirAll(overlay, 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../coredns]\ncomponents: [../coredns/deploy/hostnetwork]\n"
+	if len(files) > 0 {
+		names := slices.Sorted(maps.Keys(files))
+		k += "configMapGenerator:\n- {name: coredns-corefile, namespace: skylb-coredns, behavior: merge, files: [" + strings.Join(names, ", ") + "]}\n"
+		for _, name := range names {
+			if err := os.WriteFile(filepath.Join(overlay, name), []byte(files[name]), 0o644); err != nil {
+				e.t.Fatal(err)
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, n := range e.dnsNodes() {
+		e.kubectl(ctx, "label", "node", n, "skylb.io/dns=true", "--overwrite")
+	}
+	if out, err := e.shell(ctx, "kubectl apply -k coredns-hostnetwork", 0); err != nil {
+		e.t.Fatalf("kubectl apply -k coredns-hostnetwork: %v\n%s", err, out)
+	}
+	e.kubectl(ctx, "-n", "skylb-coredns", "rollout", "status", "daemonset/coredns", "--timeout=3m")
 }
 
 // activityOnly are the metric families a skylb exports only once something
