@@ -58,9 +58,16 @@ func views(t *testing.T) string {
 // queryFrom asks server for the A records of name from the loopback address
 // from, and returns the rcode and the sorted addresses.
 func queryFrom(server, from, name string) (int, []string, error) {
+	return queryTypeFrom(server, from, name, dns.TypeA)
+}
+
+// queryTypeFrom asks server for the records of a type of name from the
+// loopback address from, and returns the rcode and the sorted answers
+// (stack.Answers).
+func queryTypeFrom(server, from, name string, qtype uint16) (int, []string, error) {
 	c := &dns.Client{Timeout: 2 * time.Second, Dialer: &net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP(from)}}}
 	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(name), dns.TypeA)
+	m.SetQuestion(dns.Fqdn(name), qtype)
 	r, _, err := c.Exchange(m, server)
 	if err != nil {
 		return 0, nil, err
@@ -140,6 +147,22 @@ func TestViews(t *testing.T) {
 			return false, err.Error()
 		}
 		return !slices.ContainsFunc(apex, func(a string) bool { return slices.Contains(pods, a) }), fmt.Sprintf("inside, example.org answers %q; web's pods %q", apex, pods)
+	})
+
+	// PTR records are the default tree's, and answer every client alike:
+	// the reverse zones are the default block's alone.
+	_, nodeAddrs := endpointState(t, "views", "web")
+	ptr := reverse(t, nodeAddrs[0])
+	stack.Eventually(t, quick, "the PTR record of "+nodeAddrs[0]+" answers inside as outside", func() (bool, string) {
+		rcode, inside, err := queryTypeFrom(server, insideAddr, ptr, dns.TypePTR)
+		if err != nil {
+			return false, err.Error()
+		}
+		_, outside, err := queryTypeFrom(server, "127.0.0.1", ptr, dns.TypePTR)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(outside) == 1 && slices.Equal(inside, outside), fmt.Sprintf("inside %s %q, outside %q", dns.RcodeToString[rcode], inside, outside)
 	})
 
 	// The view's records, as etcdctl get --prefix /skydns-internal/ shows
