@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/skylb/skylb/test/cluster"
+	"github.com/skylb/skylb/test/stack"
 )
 
 const (
@@ -86,14 +88,10 @@ func (e *env) zoneView(t *testing.T) {
 
 	// CoreDNS: the view's block, from the shipped example, for the
 	// outside client's network.
-	view := e.readFile(filepath.Join("coredns", "internal.view.example"))
-	view = strings.ReplaceAll(view, "view internal", "view "+zoneA)
-	view = strings.ReplaceAll(view, "path /skydns-internal", "path /skydns-"+zoneA)
-	expr := "expr incidr(client_ip(), '10.0.0.0/8') || incidr(client_ip(), '192.168.0.0/16')"
-	if !strings.Contains(view, expr) {
-		t.Fatalf("coredns/internal.view.example has no line %q to set the view's networks in", expr)
+	view, err := stack.ViewBlock(e.work, zoneA, netip.PrefixFrom(client.IP, 32).String())
+	if err != nil {
+		t.Fatal(err)
 	}
-	view = strings.ReplaceAll(view, expr, fmt.Sprintf("expr incidr(client_ip(), '%s/32')", client.IP))
 	e.applyHostNetwork(ctx, map[string]string{zoneA + ".view": view})
 	t.Cleanup(func() { e.applyHostNetwork(ctxT(t, 5*time.Minute), nil) })
 	t.Logf("measure: the view of %s set in etcd's RBAC Job, skylb and CoreDNS, each rolled out: %v", zoneA, time.Since(start).Round(time.Second))
