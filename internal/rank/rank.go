@@ -473,7 +473,7 @@ func defaultView(p *source.Publication) []netip.Addr { return p.Addresses }
 // granted claims and its records in the default view: those records
 // themselves when no claim has addresses of its own in v.
 func (x *Index) viewRecords(v, stored string, claims []claim, def []skydns.Record) []skydns.Record {
-	if !slices.ContainsFunc(claims, func(c claim) bool { _, ok := c.pub.Views[v]; return ok }) {
+	if !slices.ContainsFunc(claims, func(c claim) bool { _, ok := c.pub.ViewOf(v); return ok }) {
 		return def
 	}
 	recs := records(stored, claims, x.maxAddrs, nil, func(p *source.Publication) []netip.Addr { return p.ViewAddresses(v) })

@@ -13,14 +13,11 @@ import (
 // viewAddrs sets the addresses of a publication in one view.
 func viewAddrs(view string, as ...string) pubOpt {
 	return func(p *source.Publication) {
-		if p.Views == nil {
-			p.Views = map[string]source.ViewAddrs{}
-		}
-		v := source.ViewAddrs{Addrs: []netip.Addr{}}
+		v := source.ViewAddrs{View: view, Addrs: []netip.Addr{}}
 		for _, a := range as {
 			v.Addrs = append(v.Addrs, netip.MustParseAddr(a))
 		}
-		p.Views[view] = v
+		p.Views = append(p.Views, v)
 	}
 }
 

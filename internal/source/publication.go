@@ -1,7 +1,6 @@
 package source
 
 import (
-	"maps"
 	"net/netip"
 	"slices"
 	"time"
@@ -32,9 +31,11 @@ type Publication struct {
 	Names     []Name
 	Addresses []netip.Addr // sorted, unique
 	// Views are the addresses of the views (Config.Views) whose address
-	// source differs from the object's, or whose zone it prefers; nil
-	// without views (see ViewAddresses).
-	Views    map[string]ViewAddrs
+	// source differs from the object's, or whose zone it prefers, in the
+	// order of Config.Views; nil without views (see ViewAddresses). A
+	// slice rather than a map by view: with one view, a map took 460 bytes
+	// of every Service, 4 MiB at 10,000 Services, and the slice 48.
+	Views    []ViewAddrs
 	Targets  []string  // CNAME targets, sorted, unique; used only without addresses
 	Problems []Problem // what was refused while reading the object
 	// Ports are the named ports published as SRV records beneath each name.
@@ -146,7 +147,7 @@ func (p *Publication) Equal(q *Publication) bool {
 		p.Mode == q.Mode && p.WriteStatus == q.WriteStatus && StatusEqual(p.Status, q.Status) &&
 		healthEqual(p.Health, q.Health) && p.HealthPort == q.HealthPort && p.Select == q.Select && p.Unhealthy == q.Unhealthy &&
 		p.Shared == q.Shared && p.ClusterPolicy == q.ClusterPolicy && p.ClusterPriority == q.ClusterPriority &&
-		maps.EqualFunc(p.Views, q.Views, ViewAddrs.equal)
+		slices.EqualFunc(p.Views, q.Views, ViewAddrs.equal)
 }
 
 // healthEqual reports whether two health checks are the same; nil is none.

@@ -36,6 +36,8 @@ type View struct {
 
 // ViewAddrs are a publication's addresses in one view.
 type ViewAddrs struct {
+	// View is the view's name (View.Name).
+	View string
 	// Addrs are the view's addresses, sorted and unique.
 	Addrs []netip.Addr
 	// Prefer says that Addrs are those of the publication's own Addresses
@@ -47,7 +49,7 @@ type ViewAddrs struct {
 }
 
 func (v ViewAddrs) equal(w ViewAddrs) bool {
-	return v.Prefer == w.Prefer && slices.Equal(v.Addrs, w.Addrs)
+	return v.View == w.View && v.Prefer == w.Prefer && slices.Equal(v.Addrs, w.Addrs)
 }
 
 // ModeClusterIP publishes a Service's ClusterIPs, for a view whose clients
@@ -111,13 +113,12 @@ func (b *Builder) viewAddresses(p *Publication, svc *corev1.Service, implemented
 		if mode == p.Mode && zone == "" {
 			continue
 		}
-		va := ViewAddrs{Addrs: b.sorted(svc, b.addressesBy(mode, svc, zone)), Prefer: mode == p.Mode}
 		if p.Views == nil {
-			p.Views = make(map[string]ViewAddrs, len(b.cfg.Views))
+			p.Views = make([]ViewAddrs, 0, len(b.cfg.Views))
 		}
 		// An empty list is kept: the view publishes no addresses, rather
 		// than the default view's.
-		p.Views[v.Name] = va
+		p.Views = append(p.Views, ViewAddrs{View: v.Name, Addrs: b.sorted(svc, b.addressesBy(mode, svc, zone)), Prefer: mode == p.Mode})
 	}
 }
 
@@ -209,7 +210,7 @@ func (b *Builder) addressesBy(mode Mode, svc *corev1.Service, zone string) []net
 // the view's zone, or all of them when none is (see ViewAddrs.Prefer); p's
 // Addresses otherwise.
 func (p *Publication) ViewAddresses(view string) []netip.Addr {
-	v, ok := p.Views[view]
+	v, ok := p.ViewOf(view)
 	switch {
 	case !ok:
 		return p.Addresses
@@ -226,4 +227,12 @@ func (p *Publication) ViewAddresses(view string) []netip.Addr {
 		return p.Addresses
 	}
 	return out
+}
+
+// ViewOf returns p's entry of Views for a view, and whether it has one.
+func (p *Publication) ViewOf(view string) (ViewAddrs, bool) {
+	if i := slices.IndexFunc(p.Views, func(v ViewAddrs) bool { return v.View == view }); i >= 0 {
+		return p.Views[i], true
+	}
+	return ViewAddrs{}, false
 }
