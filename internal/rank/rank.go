@@ -322,7 +322,7 @@ func (x *Index) Resolve(group string) Result {
 		// The name's SRV records are kept with its records, under its
 		// claim: a cluster that shares the name decides on them as on it.
 		recs := records(stored, granted[stored], x.maxAddrs, res.Problems, defaultView)
-		res.Records[stored] = appendSRV(recs, stored, granted[stored])
+		res.Records[stored] = appendSRV(recs, stored, granted[stored], nil)
 		for _, v := range x.views {
 			res.Views[v][stored] = x.viewRecords(v, stored, granted[stored], res.Records[stored])
 		}
@@ -477,7 +477,7 @@ func (x *Index) viewRecords(v, stored string, claims []claim, def []skydns.Recor
 		return def
 	}
 	recs := records(stored, claims, x.maxAddrs, nil, func(p *source.Publication) []netip.Addr { return p.ViewAddresses(v) })
-	return appendSRV(recs, stored, claims)
+	return appendSRV(recs, stored, claims, def)
 }
 
 // appendSRV appends to recs, the records of a name's granted claims, their
@@ -488,8 +488,10 @@ func (x *Index) viewRecords(v, stored string, claims []claim, def []skydns.Recor
 // or lies beneath it is a loop to CoreDNS, never an answer. A name without
 // addresses (a CNAME or nothing) gets none, since an SRV target must have
 // addresses (RFC 2782), and neither does the apex, stored apart from the
-// names beneath it.
-func appendSRV(recs []skydns.Record, stored string, claims []claim) []skydns.Record {
+// names beneath it. A view's SRV records take their names from the default
+// view's records (def) where those have them, so that every view holds the
+// same strings rather than a copy each.
+func appendSRV(recs []skydns.Record, stored string, claims []claim, def []skydns.Record) []skydns.Record {
 	if len(recs) == 0 || claims[0].name.Apex() {
 		return recs
 	}
@@ -502,6 +504,9 @@ func appendSRV(recs []skydns.Record, stored string, claims []claim) []skydns.Rec
 			name := p.Label() + "." + stored
 			if len(name) > dnsname.MaxNameLength {
 				continue
+			}
+			if i := slices.IndexFunc(def, func(o skydns.Record) bool { return o.Name == name }); i >= 0 {
+				name = def[i].Name
 			}
 			r := skydns.Record{Name: name, Host: stored, Port: p.Number, TTL: recs[0].TTL, Source: c.pub.Source}
 			if !slices.ContainsFunc(recs[addrs:], func(o skydns.Record) bool { return o.Name == r.Name && o.Port == r.Port }) {
