@@ -149,6 +149,7 @@ func TestProfileColdStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	runtime.GC()
+	stopRSS := rssPeaks(os.Getpid)
 	start := time.Now()
 	pprof.StartCPUProfile(f)
 	rctx, cancel := context.WithCancel(ctx)
@@ -176,6 +177,7 @@ func TestProfileColdStart(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	took := time.Since(start)
+	peakAnon, _ := stopRSS()
 	pprof.StopCPUProfile()
 	f.Close()
 	if err := os.WriteFile(filepath.Join(out, "heap-peak.prof"), peakProf.Bytes(), 0o644); err != nil {
@@ -193,9 +195,9 @@ func TestProfileColdStart(t *testing.T) {
 	// Live objects and the room of their spans that holds none.
 	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
 	metrics.Read(samples)
-	t.Logf("all %d records of each tree in %v; heap in use after GC %.1f MiB (objects %.1f, unused in their spans %.1f; peak seen %.1f MiB), total alloc %.1f MiB, GC cycles %d",
+	t.Logf("all %d records of each tree in %v; heap in use after GC %.1f MiB (objects %.1f, unused in their spans %.1f; peak seen %.1f MiB), peak anonymous RSS of the test process %.1f MiB, total alloc %.1f MiB, GC cycles %d",
 		want, took.Round(time.Millisecond), float64(ms.HeapInuse)/(1<<20), float64(samples[0].Value.Uint64())/(1<<20), float64(samples[1].Value.Uint64())/(1<<20),
-		float64(peak)/(1<<20), float64(ms.TotalAlloc)/(1<<20), ms.NumGC)
+		float64(peak)/(1<<20), mib(peakAnon), float64(ms.TotalAlloc)/(1<<20), ms.NumGC)
 	cancel()
 	if err := <-done; err != nil && !strings.Contains(err.Error(), "context canceled") {
 		t.Log(err)
