@@ -322,7 +322,7 @@ func (x *Index) Resolve(group string) Result {
 		// The name's SRV records are kept with its records, under its
 		// claim: a cluster that shares the name decides on them as on it.
 		recs := records(stored, granted[stored], x.maxAddrs, res.Problems, defaultView)
-		res.Records[stored] = appendSRV(recs, stored, granted[stored], nil)
+		res.Records[stored] = appendSRV(recs, stored, granted[stored], nil, defaultPorts)
 		for _, v := range x.views {
 			res.Views[v][stored] = x.viewRecords(v, stored, granted[stored], res.Records[stored])
 		}
@@ -466,6 +466,9 @@ func records(stored string, claims []claim, maxAddrs int, problems map[string][]
 	return out
 }
 
+// defaultPorts returns the SRV ports of a publication in the default view.
+func defaultPorts(p *source.Publication) []source.Port { return p.Ports }
+
 // defaultView returns the addresses of a publication in the default view.
 func defaultView(p *source.Publication) []netip.Addr { return p.Addresses }
 
@@ -477,7 +480,7 @@ func (x *Index) viewRecords(v, stored string, claims []claim, def []skydns.Recor
 		return def
 	}
 	recs := records(stored, claims, x.maxAddrs, nil, func(p *source.Publication) []netip.Addr { return p.ViewAddresses(v) })
-	return appendSRV(recs, stored, claims, def)
+	return appendSRV(recs, stored, claims, def, func(p *source.Publication) []source.Port { return p.ViewPorts(v) })
 }
 
 // appendSRV appends to recs, the records of a name's granted claims, their
@@ -490,8 +493,9 @@ func (x *Index) viewRecords(v, stored string, claims []claim, def []skydns.Recor
 // addresses (RFC 2782), and neither does the apex, stored apart from the
 // names beneath it. A view's SRV records take their names from the default
 // view's records (def) where those have them, so that every view holds the
-// same strings rather than a copy each.
-func appendSRV(recs []skydns.Record, stored string, claims []claim, def []skydns.Record) []skydns.Record {
+// same strings rather than a copy each; its ports are those ports returns of
+// each claim's publication.
+func appendSRV(recs []skydns.Record, stored string, claims []claim, def []skydns.Record, ports func(*source.Publication) []source.Port) []skydns.Record {
 	if len(recs) == 0 || claims[0].name.Apex() {
 		return recs
 	}
@@ -500,7 +504,7 @@ func appendSRV(recs []skydns.Record, stored string, claims []claim, def []skydns
 	}
 	addrs := len(recs)
 	for _, c := range claims {
-		for _, p := range c.pub.Ports {
+		for _, p := range ports(c.pub) {
 			name := p.Label() + "." + stored
 			if len(name) > dnsname.MaxNameLength {
 				continue

@@ -21,14 +21,28 @@ func viewAddrs(view string, as ...string) pubOpt {
 	}
 }
 
+// viewPorts gives a publication's entry of a view (viewAddrs first) SRV
+// ports of its own.
+func viewPorts(view string, ps ...source.Port) pubOpt {
+	return func(p *source.Publication) {
+		for i := range p.Views {
+			if p.Views[i].View == view {
+				p.Views[i].OwnPorts, p.Views[i].Ports = true, ps
+			}
+		}
+	}
+}
+
 // TestResolveViews checks that a view gets the names and owners of the
-// default view with the addresses of its own, its SRV records too, none
+// default view with the addresses of its own, its SRV records too (with
+// the view's own ports), none
 // when it has no addresses, and the default view's records where no object
 // has addresses of its own in the view.
 func TestResolveViews(t *testing.T) {
 	x := NewIndex(0, "internal")
+	// Its pods listen on 8080 where its nodes answer 80.
 	web := pub("service/shop/web", 1, names("web.example.org"), addrs("192.0.2.10"), viewAddrs("internal", "10.244.0.5", "10.244.1.5"),
-		ports(source.Port{Name: "http", Protocol: "tcp", Number: 80}))
+		ports(source.Port{Name: "http", Protocol: "tcp", Number: 80}), viewPorts("internal", source.Port{Name: "http", Protocol: "tcp", Number: 8080}))
 	// Its name is taken: the view does not give it the name.
 	late := pub("service/other/web", 2, names("web.example.org"), addrs("192.0.2.99"), viewAddrs("internal", "10.244.9.9"))
 	api := pub("service/shop/api", 1, names("api.example.org"), addrs("192.0.2.11"))
@@ -49,7 +63,7 @@ func TestResolveViews(t *testing.T) {
 	want := map[string][]skydns.Record{
 		"web.example.org": {
 			rec("web.example.org", "10.244.0.5", 300, web.Source), rec("web.example.org", "10.244.1.5", 300, web.Source),
-			srv("_http._tcp.web.example.org", "web.example.org", 80, 300, web.Source),
+			srv("_http._tcp.web.example.org", "web.example.org", 8080, 300, web.Source),
 		},
 		"api.example.org": {rec("api.example.org", "192.0.2.11", 300, api.Source)},
 		"db.example.org":  nil,

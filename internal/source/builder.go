@@ -183,14 +183,17 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 		// Addresses refused are told as AddressRefused, not as missing endpoints.
 		b.cfg.Filter.apply(p)
 	}
-	p.Ports = b.servicePorts(p, svc)
+	srv := b.srvOn(p, svc)
+	if srv {
+		p.Ports = b.servicePorts(p, p.Mode, svc)
+	}
 	b.finish(p)
 
 	if implemented && p.Mode != ModeStatus {
 		p.WriteStatus = true
 		p.Status = b.loadBalancerStatus(p, svc)
 	}
-	b.viewAddresses(p, svc, implemented)
+	b.viewAddresses(p, svc, implemented, srv)
 	return p
 }
 

@@ -26,11 +26,9 @@ type Port struct {
 // Label returns the SRV owner prefix of the port, "_<name>._<protocol>".
 func (p Port) Label() string { return "_" + p.Name + "._" + p.Protocol }
 
-// servicePorts returns the ports a Service publishes SRV records for: its
-// named ports, with the Service port where clients reach the Service through
-// nodes or another load balancer, and the endpoints' target port where they
-// reach the pods directly. A port whose target is not known yet is left out.
-func (b *Builder) servicePorts(p *Publication, svc *corev1.Service) []Port {
+// srvOn reports whether a Service publishes SRV records: --srv, unless its
+// annotation says otherwise.
+func (b *Builder) srvOn(p *Publication, svc *corev1.Service) bool {
 	on := b.cfg.SRV
 	if v, ok := svc.Annotations[AnnotationSRV]; ok {
 		parsed, err := strconv.ParseBool(strings.TrimSpace(v))
@@ -40,11 +38,18 @@ func (b *Builder) servicePorts(p *Publication, svc *corev1.Service) []Port {
 			on = parsed
 		}
 	}
-	if !on {
-		return nil
-	}
+	return on
+}
+
+// servicePorts returns the ports a Service publishes SRV records for, with
+// its addresses from the address source mode: its named ports, with the
+// Service port where clients reach the Service through nodes, its ClusterIP
+// or another load balancer, and the endpoints' target port where they reach
+// the pods directly. A port whose target is not known yet is left out. Too
+// many ports are told as a problem of p; nil p (a view's ports) tells none.
+func (b *Builder) servicePorts(p *Publication, mode Mode, svc *corev1.Service) []Port {
 	var targets map[string]int
-	if p.Mode == ModePods {
+	if mode == ModePods {
 		targets = b.targetPorts(svc)
 	}
 	var out []Port
@@ -54,7 +59,7 @@ func (b *Builder) servicePorts(p *Publication, svc *corev1.Service) []Port {
 			continue
 		}
 		number := int(sp.Port)
-		if p.Mode == ModePods {
+		if mode == ModePods {
 			if number = targets[sp.Name]; number == 0 {
 				continue
 			}
@@ -66,6 +71,9 @@ func (b *Builder) servicePorts(p *Publication, svc *corev1.Service) []Port {
 		out = append(out, Port{Name: sp.Name, Protocol: proto, Number: number})
 	}
 	if len(out) > b.cfg.MaxNames {
+		if p == nil {
+			return out[:b.cfg.MaxNames]
+		}
 		p.problem(ReasonTooManyNames, "%d named ports, more than the %d allowed: SRV records are published for the first %d", len(out), b.cfg.MaxNames, b.cfg.MaxNames)
 		out = out[:b.cfg.MaxNames]
 	}

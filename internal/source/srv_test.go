@@ -62,20 +62,12 @@ func TestServicePorts(t *testing.T) {
 			wantProblems: []Problem{problem(ReasonInvalidAnnotation, AnnotationSRV)},
 		},
 	}
-	slices := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	name := func(s string) *string { return &s }
-	port := func(p int32) *int32 { return &p }
-	if err := slices.Add(&discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
-		Ports:      []discoveryv1.EndpointPort{{Name: name("http"), Port: port(8080)}, {Name: name("sip"), Port: port(5062)}},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	slices := namedPortSlices(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig
 			cfg.SRV = tt.srv
-			b := NewBuilder(cfg, Listers{EndpointSlices: discoverylisters.NewEndpointSliceLister(slices)})
+			b := NewBuilder(cfg, Listers{EndpointSlices: slices})
 			got := b.Service(tt.svc)
 			if diff := cmp.Diff(tt.want, got.Ports); diff != "" {
 				t.Errorf("Service(%s).Ports mismatch (-want +got):\n%s", tt.svc.Name, diff)
@@ -90,6 +82,65 @@ func TestServicePorts(t *testing.T) {
 				t.Fatalf("Service(%s).Problems = %v, want %v", tt.svc.Name, problems, tt.wantProblems)
 			}
 			checkProblemMessages(t, &Publication{Problems: tt.wantProblems}, &Publication{Problems: problems})
+		})
+	}
+}
+
+// namedPortSlices returns a lister of one EndpointSlice of shop/web, without
+// endpoints, whose named ports http and sip listen on 8080 and 5062.
+func namedPortSlices(t *testing.T) discoverylisters.EndpointSliceLister {
+	t.Helper()
+	slices := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	name := func(s string) *string { return &s }
+	port := func(p int32) *int32 { return &p }
+	if err := slices.Add(&discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		Ports:      []discoveryv1.EndpointPort{{Name: name("http"), Port: port(8080)}, {Name: name("sip"), Port: port(5062)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return discoverylisters.NewEndpointSliceLister(slices)
+}
+
+// TestViewPorts checks the SRV ports of each view: a view whose clients
+// reach the pods, where the Service's clients reach another load balancer,
+// publishes the endpoints' target ports, and one that reaches the Service's
+// ClusterIP or load balancer where the default view answers the pods, the
+// Service's ports; a view with the same kind of addresses keeps the
+// Service's ports.
+func TestViewPorts(t *testing.T) {
+	http := corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}
+	cfg := testConfig
+	cfg.SRV = true
+	cfg.Views = []View{{Name: "internal", Source: ModePods}, {Name: "routed", Source: ModeClusterIP}, {Name: "lb", Source: ModeStatus}}
+	b := NewBuilder(cfg, Listers{EndpointSlices: namedPortSlices(t)})
+	service, pods := []Port{{"http", "tcp", 80}}, []Port{{"http", "tcp", 8080}}
+	for _, tc := range []struct {
+		name string
+		svc  *corev1.Service
+		want map[string][]Port // view ("" the default) -> ports
+	}{{
+		name: "another load balancer's addresses",
+		svc:  newService("shop", "web", servicePortsOf(http), ips("192.0.2.1")),
+		want: map[string][]Port{"": service, "internal": pods, "routed": service, "lb": service},
+	}, {
+		name: "the pods' addresses",
+		svc:  newService("shop", "web", servicePortsOf(http), ips("192.0.2.1"), annotate(AnnotationAddressSource, "pods")),
+		want: map[string][]Port{"": pods, "internal": pods, "routed": service, "lb": service},
+	}, {
+		name: "SRV records off",
+		svc:  newService("shop", "web", servicePortsOf(http), ips("192.0.2.1"), annotate(AnnotationSRV, "false")),
+		want: map[string][]Port{"": nil, "internal": nil, "routed": nil, "lb": nil},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := b.Service(tc.svc)
+			got := map[string][]Port{"": p.Ports}
+			for _, v := range cfg.Views {
+				got[v.Name] = p.ViewPorts(v.Name)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("SRV ports by view (-want +got):\n%s", diff)
+			}
 		})
 	}
 }

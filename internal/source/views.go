@@ -46,10 +46,18 @@ type ViewAddrs struct {
 	// address of Addresses when none is left. Otherwise Addrs are the
 	// view's own, from another address source.
 	Prefer bool
+	// OwnPorts says that Ports are the view's SRV ports: its addresses are
+	// the pods where the publication's are not, or the other way round, so
+	// that clients connect to the pods' target ports rather than the
+	// Service's ports, or the other way round. Otherwise the view has the
+	// publication's Ports.
+	OwnPorts bool
+	Ports    []Port
 }
 
 func (v ViewAddrs) equal(w ViewAddrs) bool {
-	return v.View == w.View && v.Prefer == w.Prefer && slices.Equal(v.Addrs, w.Addrs)
+	return v.View == w.View && v.Prefer == w.Prefer && slices.Equal(v.Addrs, w.Addrs) &&
+		v.OwnPorts == w.OwnPorts && slices.Equal(v.Ports, w.Ports)
 }
 
 // ModeClusterIP publishes a Service's ClusterIPs, for a view whose clients
@@ -101,8 +109,10 @@ func parseViewMode(s string) (Mode, error) {
 // Service's own, or whose zone the Service prefers, the addresses that view
 // publishes for it. A view whose source is the Service's, without a zone to
 // prefer, keeps the Service's addresses and gets no entry. The address
-// filter applies in every view.
-func (b *Builder) viewAddresses(p *Publication, svc *corev1.Service, implemented bool) {
+// filter applies in every view. With srv, a view whose clients reach the
+// pods where the Service's do not, or the other way round, gets SRV ports of
+// its own.
+func (b *Builder) viewAddresses(p *Publication, svc *corev1.Service, implemented, srv bool) {
 	preferClose := TopologyAware(svc)
 	for _, v := range b.cfg.Views {
 		mode := annotatedMode(p, svc, AnnotationViewAddressSourcePrefix+v.Name, v.Source, parseViewMode, implemented)
@@ -118,7 +128,11 @@ func (b *Builder) viewAddresses(p *Publication, svc *corev1.Service, implemented
 		}
 		// An empty list is kept: the view publishes no addresses, rather
 		// than the default view's.
-		p.Views = append(p.Views, ViewAddrs{View: v.Name, Addrs: b.sorted(svc, b.addressesBy(mode, svc, zone)), Prefer: mode == p.Mode})
+		va := ViewAddrs{View: v.Name, Addrs: b.sorted(svc, b.addressesBy(mode, svc, zone)), Prefer: mode == p.Mode}
+		if srv && (mode == ModePods) != (p.Mode == ModePods) {
+			va.OwnPorts, va.Ports = true, b.servicePorts(nil, mode, svc)
+		}
+		p.Views = append(p.Views, va)
 	}
 }
 
@@ -227,6 +241,15 @@ func (p *Publication) ViewAddresses(view string) []netip.Addr {
 		return p.Addresses
 	}
 	return out
+}
+
+// ViewPorts returns the SRV ports a view publishes for p: its own (see
+// ViewAddrs.OwnPorts), or p's Ports.
+func (p *Publication) ViewPorts(view string) []Port {
+	if v, ok := p.ViewOf(view); ok && v.OwnPorts {
+		return v.Ports
+	}
+	return p.Ports
 }
 
 // ViewOf returns p's entry of Views for a view, and whether it has one.

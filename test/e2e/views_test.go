@@ -75,6 +75,26 @@ func queryTypeFrom(server, from, name string, qtype uint16) (int, []string, erro
 	return r.Rcode, stack.Answers(r), nil
 }
 
+// bothSides waits until server answers the query of name and qtype from
+// insideAddr with inside and from 127.0.0.1 with outside (stack.Answers).
+func bothSides(t *testing.T, server, name string, qtype uint16, inside, outside []string) {
+	t.Helper()
+	stack.Eventually(t, quick, fmt.Sprintf("%s %s answers %q inside and %q outside", name, dns.TypeToString[qtype], inside, outside), func() (bool, string) {
+		var got [2][]string
+		for i, from := range []string{insideAddr, "127.0.0.1"} {
+			rcode, answers, err := queryTypeFrom(server, from, name, qtype)
+			if err != nil {
+				return false, err.Error()
+			}
+			if rcode != dns.RcodeSuccess {
+				return false, fmt.Sprintf("%s from %s", dns.RcodeToString[rcode], from)
+			}
+			got[i] = answers
+		}
+		return slices.Equal(got[0], inside) && slices.Equal(got[1], outside), fmt.Sprintf("inside %q, outside %q", got[0], got[1])
+	})
+}
+
 // endpointState returns, as the API server has them now, the addresses of
 // the ready endpoints of a Service and the addresses of their nodes.
 func endpointState(t *testing.T, ns, svc string) (pods, nodeAddrs []string) {
@@ -149,21 +169,16 @@ func TestViews(t *testing.T) {
 		return !slices.ContainsFunc(apex, func(a string) bool { return slices.Contains(pods, a) }), fmt.Sprintf("inside, example.org answers %q; web's pods %q", apex, pods)
 	})
 
+	// The SRV record of its port: the pods' target port inside, the
+	// Service's port at the nodes outside.
+	srvName := "_http._tcp." + name
+	bothSides(t, server, srvName, dns.TypeSRV, []string{"SRV 8080 " + name}, []string{fmt.Sprintf("SRV %d %s", svc.Spec.Ports[0].Port, name)})
+
 	// PTR records are the default tree's, and answer every client alike:
 	// the reverse zones are the default block's alone.
-	_, nodeAddrs := endpointState(t, "views", "web")
-	ptr := reverse(t, nodeAddrs[0])
-	stack.Eventually(t, quick, "the PTR record of "+nodeAddrs[0]+" answers inside as outside", func() (bool, string) {
-		rcode, inside, err := queryTypeFrom(server, insideAddr, ptr, dns.TypePTR)
-		if err != nil {
-			return false, err.Error()
-		}
-		_, outside, err := queryTypeFrom(server, "127.0.0.1", ptr, dns.TypePTR)
-		if err != nil {
-			return false, err.Error()
-		}
-		return len(outside) == 1 && slices.Equal(inside, outside), fmt.Sprintf("inside %s %q, outside %q", dns.RcodeToString[rcode], inside, outside)
-	})
+	metallb(t, "views", "lb", statusIPs("192.0.2.231"))
+	ptr := []string{"PTR lb.views.example.org"}
+	bothSides(t, server, reverse(t, "192.0.2.231"), dns.TypePTR, ptr, ptr)
 
 	// The view's records, as etcdctl get --prefix /skydns-internal/ shows
 	// them to CoreDNS's user.

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -34,7 +35,8 @@ func Query(server, name string, qtype uint16) (int, []string, error) {
 
 // Answers returns, sorted, the data of the answer section of m: the addresses
 // (A, AAAA), the targets of NS records without the final dot, "CNAME target"
-// for a CNAME and "PTR target" for a PTR; nothing for a nil message.
+// for a CNAME, "PTR target" for a PTR and "SRV port target" for an SRV
+// record; nothing for a nil message.
 func Answers(m *dns.Msg) []string {
 	if m == nil {
 		return nil
@@ -52,6 +54,8 @@ func Answers(m *dns.Msg) []string {
 			out = append(out, "CNAME "+strings.TrimSuffix(v.Target, "."))
 		case *dns.PTR:
 			out = append(out, "PTR "+strings.TrimSuffix(v.Ptr, "."))
+		case *dns.SRV:
+			out = append(out, fmt.Sprintf("SRV %d %s", v.Port, strings.TrimSuffix(v.Target, ".")))
 		}
 	}
 	slices.Sort(out)
