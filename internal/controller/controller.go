@@ -256,8 +256,8 @@ func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Co
 		panic(fmt.Sprintf("add the Services' port index: %v", err))
 	}
 	c.health.prober = health.NewProber(cfg.HealthWorkers, c.healthChanged, cfg.ObserveProbe)
-	for i, inf := range []informerSet{svcs, ings} {
-		c.caches.synced = append(c.caches.synced, c.handle(inf, c.caches.kinds[i]))
+	for _, k := range c.caches.kinds {
+		c.caches.synced = append(c.caches.synced, c.handle(k.informers, k.kind, k.changed))
 	}
 	c.handleSlices(slices_)
 	c.handleNodes(nodes)

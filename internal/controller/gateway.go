@@ -184,7 +184,7 @@ func (c *Controller) setupGateway() {
 		}
 		// Not in c.caches.synced: these informers run only once discovery finds
 		// their resources (see startServed).
-		c.handle(k.informers, &objectKind{kind: k.kind, indexer: k.indexer})
+		c.handle(k.informers, k.kind, nil)
 	}
 }
 

@@ -18,9 +18,9 @@ import (
 // The informers' event handlers: what a change of each kind of object queues.
 
 // handle enqueues the objects of a kind's informers as they change, with
-// what depends on them, and returns whether the handler has been told of
-// every object the informers listed.
-func (c *Controller) handle(inf informerSet, k *objectKind) cache.InformerSynced {
+// what depends on them (nil: nothing), and returns whether the handler has
+// been told of every object the informers listed.
+func (c *Controller) handle(inf informerSet, kind string, depends dependents) cache.InformerSynced {
 	changed := func(old, cur any) {
 		obj := cur
 		if obj == nil {
@@ -31,9 +31,9 @@ func (c *Controller) handle(inf informerSet, k *objectKind) cache.InformerSynced
 			utilruntime.HandleError(err)
 			return
 		}
-		c.enqueueCached(k.kind, key)
-		if k.changed != nil {
-			k.changed(c, key, old, cur)
+		c.enqueueCached(kind, key)
+		if depends != nil {
+			depends(c, key, obj, old, cur)
 		}
 	}
 	synced, err := inf.addEventHandler(cache.ResourceEventHandlerFuncs{
@@ -42,7 +42,7 @@ func (c *Controller) handle(inf informerSet, k *objectKind) cache.InformerSynced
 		DeleteFunc: func(obj any) { changed(obj, nil) },
 	})
 	if err != nil {
-		panic(fmt.Sprintf("add %s event handler: %v", k.kind, err))
+		panic(fmt.Sprintf("add %s event handler: %v", kind, err))
 	}
 	return synced
 }

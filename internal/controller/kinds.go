@@ -19,8 +19,9 @@ import (
 // kind is an entry of coreKinds, its informers in New, and its builder in
 // package source.
 type objectKind struct {
-	kind    string        // source kind: source.KindService, ...
-	indexer cache.Indexer // the kind's informers' caches, as one
+	kind      string        // source kind: source.KindService, ...
+	informers informerSet   // the kind's informers
+	indexer   cache.Indexer // their caches, as one
 	// publication returns what a cached object publishes: nil when it
 	// publishes nothing. A Service also returns itself, whose status and
 	// finalizer follow its records.
@@ -28,16 +29,21 @@ type objectKind struct {
 	// selected reports whether enqueueAll takes a cached object; nil
 	// takes every one.
 	selected func(obj any) bool
-	// changed queues what depends on an object besides itself, given the
-	// object before a change (nil when added) and after it (nil when
-	// deleted).
-	changed func(c *Controller, key string, old, cur any)
+	// changed queues what else a change of an object affects; nil:
+	// nothing.
+	changed dependents
 }
+
+// dependents queues what depends on an object besides itself, given the
+// object (cur, or old once deleted), the object before a change (nil when
+// added) and after it (nil when deleted).
+type dependents func(c *Controller, key string, obj, old, cur any)
 
 // coreKinds returns the kinds of the controller's own informers.
 func coreKinds(svcs, ings informerSet) []*objectKind {
 	return []*objectKind{{
 		kind:        source.KindService,
+		informers:   svcs,
 		indexer:     svcs.indexer(),
 		publication: (*Controller).servicePublication,
 		// Only a LoadBalancer Service, or one whose status still holds
@@ -49,6 +55,7 @@ func coreKinds(svcs, ings informerSet) []*objectKind {
 		changed: (*Controller).serviceDependents,
 	}, {
 		kind:        source.KindIngress,
+		informers:   ings,
 		indexer:     ings.indexer(),
 		publication: (*Controller).ingressPublication,
 	}}
@@ -97,11 +104,7 @@ func (c *Controller) ingressPublication(obj any) (*source.Publication, *corev1.S
 
 // serviceDependents queues what depends on a Service besides itself: what
 // serviceChanged names, and the Services whose ports it shares.
-func (c *Controller) serviceDependents(key string, old, cur any) {
-	obj := cur
-	if obj == nil {
-		obj = old
-	}
+func (c *Controller) serviceDependents(key string, obj, old, cur any) {
 	c.serviceChanged(obj, key)
 	c.portsChanged(old, cur)
 }

@@ -493,8 +493,8 @@ func (x *Index) viewRecords(v, stored string, claims []claim, def []skydns.Recor
 // addresses (RFC 2782), and neither does the apex, stored apart from the
 // names beneath it. A view's SRV records take their names from the default
 // view's records (def) where those have them, so that every view holds the
-// same strings rather than a copy each; its ports are those ports returns of
-// each claim's publication.
+// same strings rather than a copy each. ports gives the SRV ports of each
+// claim's publication in the view.
 func appendSRV(recs []skydns.Record, stored string, claims []claim, def []skydns.Record, ports func(*source.Publication) []source.Port) []skydns.Record {
 	if len(recs) == 0 || claims[0].name.Apex() {
 		return recs

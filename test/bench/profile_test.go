@@ -23,6 +23,7 @@ import (
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/etcdclient"
 	"github.com/skylb/skylb/internal/kubeclient"
+	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 	"github.com/skylb/skylb/test/stack"
 )
@@ -96,7 +97,7 @@ func TestProfileColdStart(t *testing.T) {
 	// A kept stack may have been started without the view: skylb's role
 	// is granted its tree here, as the RBAC bootstrap grants it.
 	for _, v := range views {
-		dir := "/skydns-" + v.Name + "/"
+		dir := skydns.ViewPrefix("/skydns", v.Name) + "/"
 		if _, err := root.RoleGrantPermission(ctx, "skylb", dir, clientv3.GetPrefixRangeEnd(dir), clientv3.PermissionType(clientv3.PermReadWrite)); err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +211,7 @@ func TestProfileColdStart(t *testing.T) {
 func countRecords(ctx context.Context, root *clientv3.Client, views []source.View) (int64, error) {
 	paths := []string{benchPaths}
 	for _, v := range views {
-		paths = append(paths, "/skydns-"+v.Name+"/org/example/bench-")
+		paths = append(paths, skydns.ViewPrefix("/skydns", v.Name)+strings.TrimPrefix(benchPaths, "/skydns"))
 	}
 	var n int64
 	for _, p := range paths {
