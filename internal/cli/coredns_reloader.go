@@ -23,6 +23,7 @@ var reloaderFlags = []string{"etcd-endpoints", "etcd-ca-file", "etcd-cert-file",
 func reloaderOwnFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.reload.PIDFile, "pid-file", "", "CoreDNS's pid file (its -pidfile), in a volume both containers mount (required)")
 	fs.DurationVar(&o.reload.Interval, "interval", time.Second, "how often etcd is read, as CoreDNS reads it; each read may take that long")
+	fs.StringArrayVar(&o.reload.Watch, "watch", nil, "a pattern of files CoreDNS's Corefile imports (e.g. /etc/coredns/conf/*.view): CoreDNS reloads when what they hold changes, once etcd answers; repeatable")
 	fs.DurationVar(&o.reload.MinOutage, "min-outage", 3*time.Second, "the shortest time etcd did not answer after which CoreDNS is reloaded once it answers again")
 }
 

@@ -26,8 +26,16 @@ type Config struct {
 	CertFile   string
 	KeyFile    string
 	ServerName string
+	// MaxBackoff is the longest wait between two attempts to connect to a
+	// member that refused; 0 is DefaultMaxBackoff.
+	MaxBackoff time.Duration
 	Log        logrus.FieldLogger
 }
+
+// DefaultMaxBackoff is the longest wait between two attempts to connect:
+// gRPC's own grows to two minutes, and etcd coming back should be noticed
+// within seconds.
+const DefaultMaxBackoff = 2 * time.Second
 
 // ErrNoTLS is returned when an https endpoint is given without client certificates.
 var ErrNoTLS = errors.New("https endpoints need --etcd-ca-file, --etcd-cert-file and --etcd-key-file")
@@ -76,6 +84,10 @@ func (c Config) TLS() (*tls.Config, error) {
 // down, or whose name does not resolve yet, shows up as failing requests,
 // which callers retry, and the client connects once etcd answers.
 func New(c Config) (*clientv3.Client, error) {
+	maxBackoff := c.MaxBackoff
+	if maxBackoff <= 0 {
+		maxBackoff = DefaultMaxBackoff
+	}
 	tlsConfig, err := c.TLS()
 	if err != nil {
 		return nil, err
@@ -98,10 +110,10 @@ func New(c Config) (*clientv3.Client, error) {
 		// could not be created. skylb needs nothing newer than etcd 3.5.
 		RejectOldCluster: false,
 		Logger:           zap.NewNop(),
-		// gRPC's default reconnect backoff grows to two minutes; etcd coming
-		// back should be noticed within seconds.
+		// gRPC's default reconnect backoff grows to two minutes (see
+		// DefaultMaxBackoff).
 		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: maxBackoff},
 			MinConnectTimeout: 2 * time.Second,
 		})},
 	})

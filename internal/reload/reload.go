@@ -13,9 +13,13 @@ package reload
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,6 +40,10 @@ type Config struct {
 	Key string
 	// PIDFile is CoreDNS's -pidfile.
 	PIDFile string
+	// Watch are patterns (filepath.Glob) of files that CoreDNS's Corefile
+	// imports, such as the views' blocks: CoreDNS reloads when what they
+	// match, or what it holds, changes.
+	Watch []string
 	// Interval is the time between two reads of Key; each read may take
 	// that long.
 	Interval time.Duration
@@ -45,22 +53,34 @@ type Config struct {
 	Log       logrus.FieldLogger
 }
 
-// Run reads Key every Interval and signals CoreDNS when a reload is owed,
-// until ctx ends.
+// downInterval is the most time between two reads of Key while etcd does not
+// answer. Until CoreDNS reloads, a query of a name it has no answer for waits
+// on its old client, up to the etcd plugin's 5 s, and the reload waits for
+// that query: the sooner etcd's return is seen, the fewer such queries.
+const downInterval = 100 * time.Millisecond
+
+// Run reads Key every Interval (every downInterval at most while etcd does
+// not answer) and signals CoreDNS when a reload is owed, until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.PIDFile == "" {
 		return errors.New("no CoreDNS pid file")
 	}
+	// Its client tries to connect as often as it reads while etcd is away,
+	// not after a backoff grown to seconds.
+	cfg.Etcd.MaxBackoff = downInterval
 	r := &runner{cfg: cfg, w: watch{minOutage: cfg.MinOutage}}
 	defer r.close()
-	t := time.NewTicker(cfg.Interval)
-	defer t.Stop()
 	for {
-		r.step(ctx, time.Now())
+		start := time.Now()
+		r.step(ctx, start)
+		wait := cfg.Interval
+		if !r.w.down.IsZero() {
+			wait = min(wait, downInterval)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-time.After(time.Until(start.Add(wait))):
 		}
 	}
 }
@@ -76,6 +96,13 @@ type runner struct {
 
 // step reads the files and Key once, and signals CoreDNS if the watch says so.
 func (r *runner) step(ctx context.Context, now time.Time) {
+	if len(r.cfg.Watch) > 0 {
+		if s, err := contentStamp(r.cfg.Watch); err != nil {
+			r.logFailure(err)
+		} else {
+			r.w.watched(s)
+		}
+	}
 	stamp, err := etcdclient.FileStamp(r.cfg.Etcd.CAFile, r.cfg.Etcd.CertFile, r.cfg.Etcd.KeyFile)
 	if err != nil {
 		// A Secret update swaps the files: try again next time.
@@ -91,6 +118,10 @@ func (r *runner) step(ctx context.Context, now time.Time) {
 		}
 		r.client, r.stamp = c, stamp
 	}
+	// A read waits for a connection, up to Interval: it returns as soon as
+	// etcd is back. Not shorter: a linearizable read on a busy etcd can take
+	// a good part of a second, and a reader that always gave up first would
+	// see etcd down for good.
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.Interval)
 	_, err = r.client.Get(rctx, r.cfg.Key)
 	cancel()
@@ -157,6 +188,7 @@ type watch struct {
 
 	down  time.Time // when etcd stopped answering; zero while it answers
 	stamp string    // the files' stamp last seen
+	files string    // the stamp of the watched files (Config.Watch) last seen
 	owed  string    // why a reload is owed, until etcd answers and it is done
 }
 
@@ -186,9 +218,45 @@ func (w *watch) observe(now time.Time, up bool, stamp string) string {
 	return reason
 }
 
-// owe notes a reload owed for reason, keeping the first reason.
+// watched notes the stamp of the watched files: a change owes a reload.
+func (w *watch) watched(stamp string) {
+	if w.files != "" && stamp != w.files {
+		w.owe("the files CoreDNS imports changed")
+	}
+	w.files = stamp
+}
+
+// contentStamp returns a digest of the names and contents of the files the
+// patterns match. A ConfigMap's files are replaced as a whole, by a link
+// swapped to a new directory: what they hold is what counts, not their times.
+func contentStamp(patterns []string) (string, error) {
+	h := sha256.New()
+	for _, p := range patterns {
+		names, err := filepath.Glob(p)
+		if err != nil {
+			return "", fmt.Errorf("--watch %s: %w", p, err)
+		}
+		for _, n := range names {
+			b, err := os.ReadFile(n)
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(h, "%s\x00%d\x00", n, len(b))
+			h.Write(b)
+		}
+	}
+	// Never empty, so that the first stamp is told from none.
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// owe notes a reload owed for reason. One reload serves every reason owed
+// until it is done, and its log names them all: the kubelet often updates a
+// pod's Secret and ConfigMap files in the same sync.
 func (w *watch) owe(reason string) {
-	if w.owed == "" {
+	switch {
+	case w.owed == "":
 		w.owed = reason
+	case !slices.Contains(strings.Split(w.owed, "; "), reason):
+		w.owed += "; " + reason
 	}
 }

@@ -38,7 +38,7 @@ func TestWatch(t *testing.T) {
 		{"files changed: at once", []read{
 			{0, true, "a", ""}, {1, true, "b", "the etcd client's certificate files changed"}, {2, true, "b", ""}}},
 		{"files changed while etcd refuses them: once it answers, one reload", []read{
-			{0, true, "a", ""}, {1, false, "b", ""}, {2, false, "b", ""}, {60, true, "b", "the etcd client's certificate files changed"}, {61, true, "b", ""}}},
+			{0, true, "a", ""}, {1, false, "b", ""}, {2, false, "b", ""}, {60, true, "b", "the etcd client's certificate files changed; etcd answers again after 59s down"}, {61, true, "b", ""}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := watch{minOutage: 3 * time.Second}
@@ -128,4 +128,72 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
 	return len(p), nil
+}
+
+func TestWatchedFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stamp := func() string {
+		t.Helper()
+		s, err := contentStamp([]string{filepath.Join(dir, "*.view")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	none := stamp()
+	write("Corefile", ". {}")
+	if stamp() != none {
+		t.Error("a file the pattern does not match changed the stamp")
+	}
+	write("skylb.view", "block a")
+	a := stamp()
+	if a == none {
+		t.Error("a new file left the stamp as it was")
+	}
+	// A ConfigMap's update swaps its files for new ones: the same contents
+	// are no change.
+	if err := os.Remove(filepath.Join(dir, "skylb.view")); err != nil {
+		t.Fatal(err)
+	}
+	write("skylb.view", "block a")
+	if stamp() != a {
+		t.Error("the same contents written again changed the stamp")
+	}
+	write("skylb.view", "block b")
+	b := stamp()
+	if b == a {
+		t.Error("new contents left the stamp as it was")
+	}
+
+	w := watch{minOutage: 3 * time.Second}
+	t0 := time.Unix(1000, 0)
+	w.watched(a)
+	if got := w.observe(t0, true, "certs"); got != "" {
+		t.Errorf("first look: %q, want no reload", got)
+	}
+	w.watched(b)
+	// etcd down: the reload waits, since it would drop the cache CoreDNS
+	// answers from meanwhile.
+	if got := w.observe(t0.Add(time.Second), false, "certs"); got != "" {
+		t.Errorf("changed while etcd is down: %q, want none yet", got)
+	}
+	if got := w.observe(t0.Add(2*time.Second), true, "certs"); got != "the files CoreDNS imports changed" {
+		t.Errorf("once etcd answers: %q, want the files' reason", got)
+	}
+	w.watched(b)
+	if got := w.observe(t0.Add(3*time.Second), true, "certs"); got != "" {
+		t.Errorf("unchanged: %q, want none", got)
+	}
+	// The kubelet's one sync of the pod updates both: one reload, for both.
+	w.watched(a)
+	want := "the files CoreDNS imports changed; the etcd client's certificate files changed"
+	if got := w.observe(t0.Add(4*time.Second), true, "renewed"); got != want {
+		t.Errorf("both changed: %q, want %q", got, want)
+	}
 }

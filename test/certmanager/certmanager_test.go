@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -188,7 +189,11 @@ func renew(ctx context.Context, t *testing.T, c *cluster.Cluster, server string,
 	for _, pod := range pods {
 		waitFor(ctx, t, time.Minute, "the reloader of "+pod.name+" reloads CoreDNS for the renewed certificate", func() bool {
 			reloader, err := c.Kubectl(ctx, "-n", coredns.ns, "logs", pod.name, "-c", "reloader")
-			if err != nil || !strings.Contains(reloader, "certificate files changed: CoreDNS reloads") {
+			// One reload may serve other reasons too, such as the views'
+			// file of the same kubelet sync: the log names them all.
+			if err != nil || !slices.ContainsFunc(strings.Split(reloader, "\n"), func(l string) bool {
+				return strings.Contains(l, "certificate files changed") && strings.Contains(l, "CoreDNS reloads")
+			}) {
 				return false
 			}
 			out, err := c.Kubectl(ctx, "-n", coredns.ns, "logs", pod.name, "-c", "coredns")
@@ -280,7 +285,8 @@ func upCluster(ctx context.Context, t *testing.T, root string) *cluster.Cluster 
 		[]string{"get", "events", "-A", "--sort-by=.lastTimestamp"},
 		[]string{"get", "clusterissuers,certificates,certificaterequests", "-A", "-o", "wide"},
 		[]string{"-n", "cert-manager", "logs", "-l", "app=cert-manager", "--tail=60"},
-		[]string{"-n", "skylb", "logs", "-l", "app.kubernetes.io/name=skylb", "--tail=40", "--prefix"})
+		[]string{"-n", "skylb", "logs", "-l", "app.kubernetes.io/name=skylb", "--tail=40", "--prefix"},
+		[]string{"-n", "skylb-coredns", "logs", "-l", "app.kubernetes.io/name=coredns", "--all-containers", "--tail=40", "--prefix"})
 }
 
 // crdDir returns deploy/crds of the module github.com/cert-manager/cert-manager
