@@ -34,6 +34,9 @@ type clusterState struct {
 	sharings      map[string]arbitrate.Sharing
 	pendingShares []toldSharing
 	holds         map[string]hold
+	// answered are the names whose Answers may have changed, not yet told
+	// to OnAnswer.
+	answered []string
 }
 
 // Clusters that share an etcd decide which of them publishes a name with
@@ -282,6 +285,7 @@ func (p *Publisher) tellLocked(stored string, d *arbitrate.Decision) {
 	old, had := p.verdictLocked(stored)
 	if d == nil {
 		if had {
+			p.answeredLocked(stored, !old.Granted)
 			p.refollowLocked(stored)
 			delete(p.clusters.verdicts, stored)
 			if n != nil {
@@ -306,6 +310,7 @@ func (p *Publisher) tellLocked(stored string, d *arbitrate.Decision) {
 	if !d.Granted {
 		p.count.refused.Add(1)
 	}
+	defer p.answeredLocked(stored, had && !old.Granted)
 	if d.Granted && n != nil {
 		delete(p.clusters.verdicts, stored)
 		n.granted = true

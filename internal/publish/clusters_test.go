@@ -35,7 +35,10 @@ func startCluster(t *testing.T, c *clientv3.Client, owner string, expiry time.Du
 }
 
 // startClusterWith is startCluster with the configuration changed by with.
-func startClusterWith(t *testing.T, c *clientv3.Client, owner string, with func(*publish.Config)) *cluster {
+// Each of before runs before the publisher is told that its wants are
+// complete, as skylb's first pass sets every name before it does: after,
+// a publisher that has loaded etcd deletes what is not wanted yet.
+func startClusterWith(t *testing.T, c *clientv3.Client, owner string, with func(*publish.Config), before ...func(*cluster)) *cluster {
 	t.Helper()
 	cl := &cluster{owner: owner, verdicts: make(map[string]string)}
 	cfg := publish.Config{
@@ -69,6 +72,9 @@ func startClusterWith(t *testing.T, c *clientv3.Client, owner string, with func(
 		})
 	}
 	t.Cleanup(cl.stop)
+	for _, b := range before {
+		b(cl)
+	}
 	cl.pub.Complete()
 	return cl
 }
@@ -150,6 +156,20 @@ func TestClustersFirstClaimHoldsAName(t *testing.T) {
 	if got := b.verdict(name); got != "refused by east" {
 		t.Errorf("west's verdict = %q", got)
 	}
+	// What the views follow (see gate.go).
+	answers := func(want bool, ps ...*publish.Publisher) {
+		t.Helper()
+		eventually(t, fmt.Sprintf("Answers(%s) = %v", name, want), func() bool {
+			for _, p := range ps {
+				if p.Answers(name) != want {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	answers(true, a.pub)
+	answers(false, b.pub)
 	if got := claimsOf(t, c, name); !slices.Equal(got, []string{"east", "west"}) {
 		t.Errorf("claims = %q; the refused cluster keeps its claim to take over later", got)
 	}
@@ -166,15 +186,18 @@ func TestClustersFirstClaimHoldsAName(t *testing.T) {
 	equalEventually(t, "records of a shared name", func() []string { return hosts(t, c, name) }, "east=192.0.2.1", "west=192.0.2.2")
 	// West is told once its view has east's claim: the records may come first.
 	equalEventually(t, "west's verdict after both share it", func() []string { return []string{b.verdict(name)} }, "granted")
+	answers(true, a.pub, b.pub)
 
 	// The first holder withdrawing the sharing takes the name back.
 	a.set(name, "192.0.2.1", false)
 	equalEventually(t, "records after east stops sharing", func() []string { return hosts(t, c, name) }, "east=192.0.2.1")
+	answers(false, b.pub)
 
 	// The first holder removing the name hands it over to the waiting claim.
 	a.pub.Set(name, publish.Want{})
 	equalEventually(t, "records after east removes the name", func() []string { return hosts(t, c, name) }, "west=192.0.2.2")
 	equalEventually(t, "claims after east removes the name", func() []string { return claimsOf(t, c, name) }, "west")
+	answers(true, b.pub)
 
 	// Removing it everywhere leaves nothing behind.
 	b.pub.Set(name, publish.Want{})
@@ -275,10 +298,12 @@ func TestRestartAdoptsTheLeaseAndWritesNothing(t *testing.T) {
 	first.stop()
 
 	before := etcdtest.Revision(t, c)
-	second := startCluster(t, c, "east", expiry)
-	for _, n := range names {
-		second.set(n, "192.0.2.1", false)
-	}
+	// As skylb restarts: its names set before its wants are complete.
+	second := startClusterWith(t, c, "east", func(cfg *publish.Config) { cfg.RecordExpiry = expiry }, func(cl *cluster) {
+		for _, n := range names {
+			cl.set(n, "192.0.2.1", false)
+		}
+	})
 	waitIdle(t, second.pub)
 	// The lease is adopted asynchronously; give it the time of a few renewals.
 	time.Sleep(time.Second)

@@ -68,6 +68,13 @@ type Config struct {
 	// name, which clusters answer it, whether it waits for its failback
 	// hold-down. It is called without the Publisher's lock held.
 	OnShare func(stored string, s arbitrate.Sharing, was *arbitrate.Sharing)
+	// OnAnswer, when set, is told of a name other clusters claim whenever
+	// Answers may have changed for it. It is called without the Publisher's
+	// lock held.
+	OnAnswer func(stored string)
+	// Gate, when set, is the default view's Publisher, for a view's: a name's
+	// records are written only while it answers the name (see gate.go).
+	Gate Gate
 	// FailbackHoldDown is how long a preferred cluster of a failover name,
 	// healthy again, waits before it takes the name back from a healthy
 	// cluster that answers it (see arbitrate.Share).

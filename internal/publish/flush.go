@@ -161,6 +161,9 @@ func (p *Publisher) flush(ctx context.Context) error {
 	if p.cfg.OnShare != nil {
 		p.tellShares()
 	}
+	if p.cfg.OnAnswer != nil {
+		p.tellAnswered()
+	}
 	p.mu.Lock()
 	p.work.flushing = false
 	if failed == nil {
@@ -295,12 +298,13 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 			// Without claims only records outside decide: no longer.
 			p.tellLocked(stored, &arbitrate.Decision{Granted: true})
 		}
-		if p.claimLocked(n, &c, held) && !held {
+		if p.claimLocked(n, &c, held) && !held && p.gateOpen(stored) {
 			wants = p.wants(stored, n.records)
 		}
 	}
 	c.recordLease = p.recordLease(n, c.lease)
 	c.keyChange = diff(wants, base, c.recordLease, n.actual, atName(stored))
+	n.shareHosts(wants, base)
 	if ops, _ := c.counts(); ops > p.txnOps() {
 		// A name's keys change in one transaction, which its own records
 		// fit (config holds --max-addresses-per-name to it); the keys of its

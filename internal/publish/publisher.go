@@ -127,11 +127,16 @@ func (p *Publisher) Set(stored string, w Want) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := p.view.names[stored]
-	if n == nil {
-		if records == nil {
-			return
-		}
+	switch {
+	case n == nil && records == nil:
+		return
+	case n == nil:
 		n = newName(stored)
+		p.view.names[stored] = n
+	case !p.view.complete:
+		// A name filed by the load, before the first pass, is filed again
+		// under the caller's string, which the table then keeps rather
+		// than its own copy, decoded from a key.
 		p.view.names[stored] = n
 	}
 	shareChanged := setShareLocked(n, w, time.Now())

@@ -162,6 +162,7 @@ func (p *Publisher) tellShareLocked(stored string, s arbitrate.Sharing) {
 		p.count.standby.Add(1)
 	}
 	p.clusters.sharings[stored] = s
+	p.answeredLocked(stored, had && !old.Serve)
 	if p.cfg.OnShare != nil && (had || !s.Serve || s.Disagree) {
 		p.clusters.pendingShares = append(p.clusters.pendingShares, toldSharing{stored: stored, Sharing: s, was: old, had: had})
 	}
@@ -176,6 +177,7 @@ func (p *Publisher) forgetShareLocked(stored string) {
 	}
 	if !old.Serve {
 		p.count.standby.Add(-1)
+		p.answeredLocked(stored, true)
 	}
 	delete(p.clusters.sharings, stored)
 	p.holdLocked(stored, time.Time{})

@@ -37,7 +37,9 @@ func startSharer(t *testing.T, c *clientv3.Client, owner, host string, holdDown 
 }
 
 // startSharerWith is startSharer with the configuration changed by with.
-func startSharerWith(t *testing.T, c *clientv3.Client, owner, host string, with func(*publish.Config)) *sharer {
+// Each of before sets what the sharer wants before its publisher is told
+// that its wants are complete (see startClusterWith).
+func startSharerWith(t *testing.T, c *clientv3.Client, owner, host string, with func(*publish.Config), before ...func(*sharer)) *sharer {
 	t.Helper()
 	s := &sharer{host: host, told: make(map[string][]arbitrate.Sharing), state: make(map[string]publish.Want)}
 	s.cluster = startClusterWith(t, c, owner, func(cfg *publish.Config) {
@@ -46,6 +48,11 @@ func startSharerWith(t *testing.T, c *clientv3.Client, owner, host string, with 
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.told[stored] = append(s.told[stored], sh)
+		}
+	}, func(cl *cluster) {
+		s.cluster = cl
+		for _, b := range before {
+			b(s)
 		}
 	})
 	return s
@@ -315,11 +322,14 @@ func TestSharedRestartWritesNothing(t *testing.T) {
 		s.stop()
 	}
 	before := etcdtest.Revision(t, c)
-	east = startSharer(t, c, "east", "192.0.2.1", time.Minute)
-	west = startSharer(t, c, "west", "192.0.2.2", time.Minute)
-	east.health(name, false)
-	east.share(name, arbitrate.Failover, 10)
-	west.share(name, arbitrate.Failover, 20)
+	// Each restarts as skylb does: its names set before its wants are
+	// complete, so that nothing it loads is deleted meanwhile.
+	holdDown := func(cfg *publish.Config) { cfg.FailbackHoldDown = time.Minute }
+	east = startSharerWith(t, c, "east", "192.0.2.1", holdDown, func(s *sharer) {
+		s.health(name, false)
+		s.share(name, arbitrate.Failover, 10)
+	})
+	west = startSharerWith(t, c, "west", "192.0.2.2", holdDown, func(s *sharer) { s.share(name, arbitrate.Failover, 20) })
 	waitIdle(t, east.pub)
 	waitIdle(t, west.pub)
 	if after := etcdtest.Revision(t, c); after != before {

@@ -1,0 +1,80 @@
+package publish
+
+// A view's Publisher writes a name's records only while the default view's
+// Publisher answers the name (Config.Gate): the default view's claims hold
+// the name in every view. Without it a view would write a name another
+// cluster holds, or a shared name while another cluster answers it by the
+// clusters' policy (failover), since a view's Publisher has no claims of its
+// own. The default view's Publisher tells the views (Config.OnAnswer) when
+// its answer on a name other clusters claim may have changed.
+
+// Gate says whether this cluster answers a stored name in the default view.
+type Gate interface {
+	Answers(stored string) bool
+}
+
+// Answers reports whether this cluster answers stored, as far as the claims
+// go: always without claims or while no other cluster claims the name (or
+// a name nested with it); otherwise as last decided: its claim granted and,
+// for a shared name, this cluster serving it. A name other clusters claim
+// that is not decided yet is not answered.
+func (p *Publisher) Answers(stored string) bool {
+	if !p.claiming() {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.view.names[stored]
+	if n == nil || !p.contestedLocked(stored, n) {
+		return true
+	}
+	if d, ok := p.verdictLocked(stored); !ok || !d.Granted {
+		return false
+	}
+	s, ok := p.clusters.sharings[stored]
+	return !ok || s.Serve
+}
+
+// contestedLocked reports whether another cluster claims stored or a name
+// nested with it, or a decision on it refused it.
+func (p *Publisher) contestedLocked(stored string, n *name) bool {
+	if p.foreignIn(n.claims) || len(p.clusters.foreignBelow[stored]) > 0 {
+		return true
+	}
+	d, ok := p.clusters.verdicts[stored]
+	return ok && !d.Granted
+}
+
+// Recheck has the Publisher decide stored again at its next flush, as its
+// Gate's answer on it may have changed.
+func (p *Publisher) Recheck(stored string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.view.names[stored] != nil {
+		p.markLocked(stored)
+	}
+}
+
+// answeredLocked queues stored for OnAnswer after a decision on it, when
+// Answers may have changed: the name is contested, or was.
+func (p *Publisher) answeredLocked(stored string, was bool) {
+	if p.cfg.OnAnswer == nil {
+		return
+	}
+	if n := p.view.names[stored]; was || n != nil && p.contestedLocked(stored, n) {
+		p.clusters.answered = append(p.clusters.answered, stored)
+	}
+}
+
+// tellAnswered calls OnAnswer for the names queued since the last call.
+func (p *Publisher) tellAnswered() {
+	for _, stored := range takeLocked(&p.mu, &p.clusters.answered) {
+		p.cfg.OnAnswer(stored)
+	}
+}
+
+// gateOpen reports whether a view's Publisher may write stored: its Gate
+// answers the name (always without a Gate).
+func (p *Publisher) gateOpen(stored string) bool {
+	return p.cfg.Gate == nil || p.cfg.Gate.Answers(stored)
+}
