@@ -243,6 +243,13 @@ func (b *Builder) Ingress(ing *networkingv1.Ingress) *Publication {
 		if svc := b.ingressService(); svc != nil {
 			p.Addresses = append(p.Addresses, svc.Addresses...)
 			p.Targets = append(p.Targets, svc.Targets...)
+			// In each view, the ingress controller's addresses there:
+			// inside clients reach it as they reach its Service. An
+			// Ingress has no SRV records, so no ports of its own.
+			for _, v := range svc.Views {
+				v.OwnPorts, v.Ports = false, nil
+				p.Views = append(p.Views, v)
+			}
 		}
 	}
 	b.cfg.Filter.apply(p)

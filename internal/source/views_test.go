@@ -8,6 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 func TestParseView(t *testing.T) {
@@ -41,13 +43,6 @@ func TestViewAddresses(t *testing.T) {
 	cfg.AddressSource = ModeNodes
 	cfg.Views = []View{{Name: "internal", Source: ModePods}, {Name: "routed", Source: ModeClusterIP}, {Name: "same", Source: ModeAuto}}
 	b := NewBuilder(cfg, statusCluster(t, 3, 0, 2))
-	strs := func(as []netip.Addr) []string {
-		out := []string{}
-		for _, a := range as {
-			out = append(out, a.String())
-		}
-		return out
-	}
 	for _, tc := range []struct {
 		name        string
 		annotations map[string]string
@@ -84,10 +79,10 @@ func TestViewAddresses(t *testing.T) {
 			svc.Spec.ClusterIPs = []string{"10.96.0.10"}
 			svc.Annotations = tc.annotations
 			p := b.Service(svc)
-			got := map[string][]string{"": strs(p.Addresses)}
+			got := map[string][]string{"": addrStrings(p.Addresses)}
 			for v := range tc.want {
 				if v != "" {
-					got[v] = strs(p.ViewAddresses(v))
+					got[v] = addrStrings(p.ViewAddresses(v))
 				}
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -130,20 +125,13 @@ func TestViewZones(t *testing.T) {
 	cfg.Views = []View{{Name: "a", Source: ModeAuto, Zone: "zone-a"}, {Name: "c", Source: ModeAuto, Zone: "zone-c"}, {Name: "pods-a", Source: ModePods, Zone: "zone-a"}}
 	b := NewBuilder(cfg, zonedCluster(t, "zone-a", "zone-b", "zone-b"))
 	preferClose := corev1.ServiceTrafficDistributionPreferClose
-	strs := func(as []netip.Addr) []string {
-		out := []string{}
-		for _, a := range as {
-			out = append(out, a.String())
-		}
-		return out
-	}
 	svc := newService("shop", "web")
 	svc.Status = corev1.ServiceStatus{}
 	svc.Spec.TrafficDistribution = &preferClose
 	p := b.Service(svc)
-	got := map[string][]string{"": strs(p.Addresses)}
+	got := map[string][]string{"": addrStrings(p.Addresses)}
 	for _, v := range []string{"a", "c", "pods-a"} {
-		got[v] = strs(p.ViewAddresses(v))
+		got[v] = addrStrings(p.ViewAddresses(v))
 	}
 	want := map[string][]string{
 		"":       {"192.0.2.10", "192.0.2.11", "192.0.2.12"},
@@ -157,20 +145,20 @@ func TestViewZones(t *testing.T) {
 	// Health checking kept the other zone's nodes alone: the view of zone-a
 	// answers them.
 	p.Keep(addrs("192.0.2.11", "192.0.2.12"))
-	if got := strs(p.ViewAddresses("a")); !slices.Equal(got, []string{"192.0.2.11", "192.0.2.12"}) {
+	if got := addrStrings(p.ViewAddresses("a")); !slices.Equal(got, []string{"192.0.2.11", "192.0.2.12"}) {
 		t.Errorf("zone-a's address unhealthy: view a answers %v, want the healthy ones of zone-b", got)
 	}
 
 	// The annotation of topology-aware routing asks the same.
 	svc.Spec.TrafficDistribution = nil
 	svc.Annotations = map[string]string{corev1.AnnotationTopologyMode: "Auto"}
-	if got := strs(b.Service(svc).ViewAddresses("a")); !slices.Equal(got, []string{"192.0.2.10"}) {
+	if got := addrStrings(b.Service(svc).ViewAddresses("a")); !slices.Equal(got, []string{"192.0.2.10"}) {
 		t.Errorf("topology-mode Auto: view a answers %v, want zone-a's node", got)
 	}
 	// Without either, every view answers every address.
 	svc.Annotations = nil
-	if p := b.Service(svc); len(p.Views) != 1 || !slices.Equal(strs(p.ViewAddresses("a")), want[""]) {
-		t.Errorf("no preference: views %v, view a answers %v; want only the pods view, and every node", p.Views, strs(p.ViewAddresses("a")))
+	if p := b.Service(svc); len(p.Views) != 1 || !slices.Equal(addrStrings(p.ViewAddresses("a")), want[""]) {
+		t.Errorf("no preference: views %v, view a answers %v; want only the pods view, and every node", p.Views, addrStrings(p.ViewAddresses("a")))
 	}
 }
 
@@ -190,4 +178,44 @@ func TestInZoneHints(t *testing.T) {
 	if want := []string{"10.0.0.1", "10.0.0.2"}; !slices.Equal(got, want) {
 		t.Errorf("inZone(zone-a) = %v, want %v", got, want)
 	}
+}
+
+// An Ingress that takes the ingress controller's addresses (--ingress-service)
+// takes that Service's addresses in each view too.
+func TestIngressViewAddresses(t *testing.T) {
+	cfg := testConfig
+	cfg.AddressSource = ModeNodes
+	cfg.IngressService = "shop/web"
+	cfg.Views = []View{{Name: "internal", Source: ModePods}, {Name: "same", Source: ModeAuto}}
+	l := statusCluster(t, 3, 0, 2)
+	svc := newService("shop", "web")
+	svc.Status = corev1.ServiceStatus{}
+	svcs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if err := svcs.Add(svc); err != nil {
+		t.Fatal(err)
+	}
+	l.Services = corelisters.NewServiceLister(svcs)
+	b := NewBuilder(cfg, l)
+	p := b.Ingress(newIngress("shop", "front", rules("front.example.org")))
+	got := map[string][]string{"": addrStrings(p.Addresses), "internal": addrStrings(p.ViewAddresses("internal")), "same": addrStrings(p.ViewAddresses("same"))}
+	want := map[string][]string{
+		"":         {"192.0.2.10", "192.0.2.12"},
+		"internal": {"10.244.0.5", "10.244.2.5"},
+		"same":     {"192.0.2.10", "192.0.2.12"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the Ingress's addresses by view (-want +got):\n%s", diff)
+	}
+	if v, ok := p.ViewOf("internal"); !ok || v.OwnPorts {
+		t.Errorf("the Ingress's view internal: %+v, %v; want the Service's addresses without ports", v, ok)
+	}
+}
+
+// addrStrings returns the addresses as strings, an empty list for none.
+func addrStrings(as []netip.Addr) []string {
+	out := []string{}
+	for _, a := range as {
+		out = append(out, a.String())
+	}
+	return out
 }
