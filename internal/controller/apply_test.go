@@ -21,12 +21,12 @@ import (
 // the queues, and that Events and status wait for leadership and are never
 // made in a dry run.
 func TestApply(t *testing.T) {
-	ref := &corev1.ObjectReference{Kind: "Service", Namespace: "shop", Name: "web"}
+	web := &source.Publication{Source: "service/shop/web", Namespace: "shop"}
 	out := outcome{
 		records: []wanted{{stored: "www.example.org", want: publish.Want{Records: []skydns.Record{
 			{Name: "www.example.org", Host: "192.0.2.1", TTL: 30, Source: "service/shop/web"},
 		}}}},
-		events:  []event{{ref: ref, kind: corev1.EventTypeWarning, reason: source.ReasonNoEndpoints, message: "no endpoints"}},
+		events:  []event{{pub: web, kind: corev1.EventTypeWarning, reason: source.ReasonNoEndpoints, message: "no endpoints"}},
 		status:  []status{{service: "shop/web"}},
 		requeue: []requeue{{key: "service/shop/other"}},
 	}

@@ -45,23 +45,23 @@ func (c *Controller) clusterClaimLocked(out *outcome, stored string, d arbitrate
 	}
 	c.publishersLocked(stored, func(pub *source.Publication, name string) {
 		if d.Granted {
-			out.event(pub.Ref(), corev1.EventTypeNormal, ReasonHostnameGranted,
+			out.event(pub, corev1.EventTypeNormal, ReasonHostnameGranted,
 				fmt.Sprintf("hostname %s is published: no other cluster holds it any more", name))
 			return
 		}
 		if len(d.Holders) > 0 {
-			out.event(pub.Ref(), corev1.EventTypeWarning, source.ReasonHostnameConflict,
+			out.event(pub, corev1.EventTypeWarning, source.ReasonHostnameConflict,
 				fmt.Sprintf("hostname %s is not published: cluster %s holds it in the etcd shared between clusters; "+
 					"to publish it from several clusters, annotate its objects %s: \"true\" in each of them",
 					name, strings.Join(d.Holders, ", "), source.AnnotationShared))
 		}
 		if len(d.Outside) > 0 {
-			out.event(pub.Ref(), corev1.EventTypeWarning, source.ReasonHostnameConflict,
+			out.event(pub, corev1.EventTypeWarning, source.ReasonHostnameConflict,
 				fmt.Sprintf("hostname %s is not published: records of %s, outside the namespaces and sources this skylb "+
 					"watches, hold it for another namespace; they stay until handed over", name, strings.Join(d.Outside, ", ")))
 		}
 		if len(d.Nested) > 0 {
-			out.event(pub.Ref(), corev1.EventTypeWarning, source.ReasonHostnameConflict,
+			out.event(pub, corev1.EventTypeWarning, source.ReasonHostnameConflict,
 				fmt.Sprintf("hostname %s is not published: cluster %s holds a name above or beneath it in the etcd "+
 					"shared between clusters, and DNS answers a name with the records beneath it too",
 					name, strings.Join(d.Nested, ", ")))
@@ -91,7 +91,7 @@ func (c *Controller) clusterShareLocked(out *outcome, stored string, s arbitrate
 	log.Info("the clusters sharing the name changed who answers it")
 	c.publishersLocked(stored, func(pub *source.Publication, name string) {
 		for _, e := range events {
-			out.event(pub.Ref(), e.kind, e.reason, fmt.Sprintf(e.message, name))
+			out.event(pub, e.kind, e.reason, fmt.Sprintf(e.message, name))
 		}
 	})
 }

@@ -113,7 +113,7 @@ func (c *Controller) healthChanged(ch health.Change) {
 		for _, src := range ch.Sources {
 			c.cfg.Log.WithFields(logrus.Fields{"object": src, "address": ch.Target.String(), "healthy": ch.Healthy}).Info("health changed")
 			if pub := c.book.index.Publication(src); pub != nil {
-				out.event(pub.Ref(), kind, reason, "address "+ch.Target.String()+" "+verb)
+				out.event(pub, kind, reason, "address "+ch.Target.String()+" "+verb)
 			}
 			out.requeue = append(out.requeue, requeue{key: src})
 		}
