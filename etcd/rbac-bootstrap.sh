@@ -6,9 +6,9 @@
 #                 readwrite /skylb/   (metadata: leader election, claims with
 #                                      each cluster's verdict on shared names)
 #   role coredns  read      /skydns/
-#   and for each view of SKYLB_VIEWS (skylb --view NAME=...), its records:
-#   role skylb    readwrite /skydns-NAME/
-#   role coredns  read      /skydns-NAME/
+#   and the records of every view (skylb --view NAME=..., under /skydns-NAME/):
+#   role skylb    readwrite /skydns-
+#   role coredns  read      /skydns-
 #   users skylb, coredns, root (root has role root), all without password:
 #   they authenticate with a client certificate whose CN is the user name.
 #
@@ -17,10 +17,9 @@
 #   ETCDCTL_CERT=.../root.crt ETCDCTL_KEY=.../root.key etcd/rbac-bootstrap.sh
 # or the same as etcdctl flags after the script name:
 #   etcd/rbac-bootstrap.sh --endpoints=... --cacert=... --cert=... --key=...
-# Env: SKYLB_ETCDCTL (etcdctl binary, default <repo>/bin/etcdctl);
-# SKYLB_VIEWS, the names of skylb's views, separated by commas or spaces
-# (default none). Grants are added, never removed: a view dropped keeps its
-# grants until they are revoked by hand.
+# Env: SKYLB_ETCDCTL (etcdctl binary, default <repo>/bin/etcdctl). Grants are
+# added, never removed. (Earlier versions granted each view's prefix, named in
+# SKYLB_VIEWS; those grants are covered by /skydns- and do no harm.)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -96,15 +95,10 @@ grant skylb readwrite /skylb/
 ensure_role coredns
 grant coredns read /skydns/
 
-views=${SKYLB_VIEWS:-}
-for view in ${views//,/ }; do
-	if ! [[ $view =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]]; then
-		echo "rbac: SKYLB_VIEWS: $view is not a view name (a lower-case DNS label)" >&2
-		exit 2
-	fi
-	grant skylb readwrite "/skydns-$view/"
-	grant coredns read "/skydns-$view/"
-done
+# Every view's tree, /skydns-NAME/, so that a view is declared by skylb's
+# flags alone. Only skylb writes there, and CoreDNS reads it all anyway.
+grant skylb readwrite /skydns-
+grant coredns read /skydns-
 
 ensure_user root root
 ensure_user skylb skylb

@@ -21,10 +21,12 @@
 # CoreDNS, a simulated kubelet and skylb; three Nodes node-1..3 (192.0.2.11-13,
 # PodCIDRs 10.244.1-3.0/24); and in namespace demo a Deployment web (3 pods),
 # a LoadBalancer Service web (also www.example.org) and an Ingress shop
-# (shop.example.org). skylb runs with the view internal (--view=internal=pods),
-# which CoreDNS answers queries from 127.0.0.2 with (.playground/coredns/
-# internal.view). It returns once skylb is ready and web.demo.example.org
-# answers through CoreDNS.
+# (shop.example.org). skylb runs with the view internal (--view=internal=pods,
+# --view-network=internal=127.0.0.2/32), whose CoreDNS block it writes into
+# the ConfigMap skylb-coredns/coredns-views, copied beside the Corefile
+# (.playground/coredns/skylb.view) as the kubelet does: CoreDNS answers queries
+# from 127.0.0.2 from the view. It returns once skylb is ready and
+# web.demo.example.org answers through CoreDNS.
 #
 # Fixed ports (127.0.0.1):
 #   15353  DNS (CoreDNS, UDP and TCP), zone example.org

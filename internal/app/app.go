@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -100,6 +101,10 @@ type Config struct {
 	// ReverseZones are where the published addresses get PTR records.
 	ReverseZones []dnsname.ReverseZone
 
+	// ViewBlocks, when set, has skylb keep the views' CoreDNS server blocks
+	// in a ConfigMap.
+	ViewBlocks *ViewBlocks
+
 	// GatewayAPI publishes Gateways and routes once their CRDs are served;
 	// discovery is asked again every GatewayPoll.
 	GatewayAPI  bool
@@ -151,7 +156,19 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	pub, reg := newPublisher(cfg, etcd, m, elector)
 	recorder, stopEvents := eventRecorder(ctx, clients.Kube, cfg.EventQPS, cfg.Log.WithField("component", "events"))
 	defer stopEvents()
-	ctrl := controller.New(controllerConfig(cfg, clients, m, elector, pub.views), clients.Kube, pub.Publisher, recorder)
+	ccfg := controllerConfig(cfg, clients, m, elector, pub.views)
+	var blocks *blockKeeper
+	if !cfg.DryRun && !cfg.Once {
+		if blocks = newBlockKeeper(cfg, clients.Kube); blocks != nil {
+			ccfg.NodesChanged = blocks.nodesChanged
+		}
+	}
+	ctrl := controller.New(ccfg, clients.Kube, pub.Publisher, recorder)
+	var leading []func(context.Context)
+	if blocks != nil {
+		blocks.nodes = ctrl.Nodes
+		leading = append(leading, blocks.run)
+	}
 	// The publisher tells the controller of the names other clusters hold
 	// through their claims: an input of the controller's, like the objects.
 	pub.TellClaims(ctrl.ClusterClaim, ctrl.ClusterShare)
@@ -188,7 +205,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 			return nil
 		})
 	}
-	g.Go(func() error { return lead(ctx, elector, pub, ctrl) })
+	g.Go(func() error { return lead(ctx, elector, pub, ctrl, leading...) })
 	// The controller stopping stops everything; with Once, so does the
 	// summary being written.
 	g.Go(func() error {
@@ -252,7 +269,14 @@ func newPublisher(cfg Config, etcd *clientv3.Client, m *metrics.Metrics, elector
 	if len(guards) > 0 {
 		pubCfg.Guard = guards
 	}
-	pub = &publishers{Publisher: publish.New(etcd, pubCfg), views: viewPublishers(etcd, cfg, pubCfg)}
+	pub = &publishers{}
+	if len(cfg.Source.Views) > 0 {
+		// The views write a name only while the default view answers it,
+		// and decide again when that changes.
+		pubCfg.OnAnswer = pub.recheck
+	}
+	pub.Publisher = publish.New(etcd, pubCfg)
+	pub.views = viewPublishers(etcd, cfg, pubCfg, pub.Publisher)
 	return pub, reg
 }
 
@@ -300,11 +324,21 @@ func coldStart(ctx context.Context, gcPercent int, ctrl *controller.Controller, 
 	}
 }
 
-// lead runs the health checks until ctx ends; with an elector, only while
-// this replica leads, which is also when the publisher writes.
-func lead(ctx context.Context, elector *leader.Elector, pub *publishers, ctrl *controller.Controller) error {
+// lead runs the health checks, and each of also once the caches have synced,
+// until ctx ends; with an elector, only while this replica leads, which is
+// also when the publisher writes.
+func lead(ctx context.Context, elector *leader.Elector, pub *publishers, ctrl *controller.Controller, also ...func(context.Context)) error {
 	if elector == nil {
+		var wg sync.WaitGroup
+		if len(also) > 0 {
+			wg.Go(func() {
+				if waitUntil(ctx, ctrl.Ready) == nil {
+					runAll(ctx, also)
+				}
+			})
+		}
 		ctrl.RunHealth(ctx)
+		wg.Wait()
 		return nil
 	}
 	// A replica stands for leader once it could lead at once: its caches
@@ -320,16 +354,23 @@ func lead(ctx context.Context, elector *leader.Elector, pub *publishers, ctrl *c
 		pub.SetActive(true)
 		ctrl.Resync(lctx)
 		// Only the leader probes; a new leader starts from healthy.
-		probing := make(chan struct{})
-		go func() {
-			defer close(probing)
-			ctrl.RunHealth(lctx)
-		}()
+		var wg sync.WaitGroup
+		wg.Go(func() { ctrl.RunHealth(lctx) })
+		wg.Go(func() { runAll(lctx, also) })
 		<-lctx.Done()
 		// Finish the transaction in flight before leadership is released.
 		pub.SetActive(false)
-		<-probing
+		wg.Wait()
 	})
+}
+
+// runAll runs each of fs until ctx ends, and returns when all have.
+func runAll(ctx context.Context, fs []func(context.Context)) {
+	var wg sync.WaitGroup
+	for _, f := range fs {
+		wg.Go(func() { f(ctx) })
+	}
+	wg.Wait()
 }
 
 // notReady returns every reason skylb is not ready, on one line, or nil when

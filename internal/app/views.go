@@ -24,9 +24,10 @@ type publishers struct {
 
 // viewPublishers returns a publisher for each view of cfg, configured as the
 // default view's (def) but for its prefix: no claims, since the default
-// view's claims hold the names in every view, and no propagation metric,
-// which the default view's measures.
-func viewPublishers(etcd *clientv3.Client, cfg Config, def publish.Config) map[string]*publish.Publisher {
+// view's claims hold the names in every view (gate, the default view's
+// publisher, says which), and no propagation metric, which the default
+// view's measures.
+func viewPublishers(etcd *clientv3.Client, cfg Config, def publish.Config, gate publish.Gate) map[string]*publish.Publisher {
 	if len(cfg.Source.Views) == 0 {
 		return nil
 	}
@@ -35,7 +36,7 @@ func viewPublishers(etcd *clientv3.Client, cfg Config, def publish.Config) map[s
 		c := def
 		c.Prefix = skydns.ViewPrefix(cfg.Prefix, v.Name)
 		c.ClaimPrefix = ""
-		c.ObservePropagation = nil
+		c.ObservePropagation, c.OnAnswer, c.Gate = nil, nil, gate
 		c.Log = def.Log.WithField("view", v.Name)
 		out[v.Name] = publish.New(etcd, c)
 	}
@@ -52,6 +53,14 @@ func controllerViews(views map[string]*publish.Publisher) map[string]controller.
 		out[name] = p
 	}
 	return out
+}
+
+// recheck has every view decide stored again: the default view's answer on
+// it may have changed.
+func (p *publishers) recheck(stored string) {
+	for _, v := range p.views {
+		v.Recheck(stored)
+	}
 }
 
 // Run runs every publisher until ctx ends.

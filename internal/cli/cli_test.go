@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"net/netip"
 	"os"
 	"regexp"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/skylb/skylb/internal/app"
 	"github.com/skylb/skylb/internal/kubeclient"
+	"github.com/skylb/skylb/internal/source"
 )
 
 // parse returns the options of a command line, defaults included.
@@ -262,6 +264,12 @@ func TestConfigErrorsNameTheFlag(t *testing.T) {
 		{args: []string{"--zone=2.0.192.in-addr.arpa"}, want: "--zone: 2.0.192.in-addr.arpa holds reverse names"},
 		{args: []string{"--zone=arpa"}, want: "--zone: arpa holds reverse names"},
 		{args: []string{"--external-name-services=some"}, want: "--external-name-services: "},
+		{args: []string{"--view-network=internal=10.0.0.0/8"}, want: "--view-network: \"internal=10.0.0.0/8\": no --view or --view-zone internal"},
+		{args: []string{"--view=internal=pods", "--view-network=internal=10.0.0.0/33"}, want: "--view-network: "},
+		{args: []string{"--view=internal=pods", "--view-network=internal"}, want: "--view-network: "},
+		{args: []string{"--view=internal=pods", "--view-network=10.0.0.0/8"}, want: "--view-network: \"10.0.0.0/8\": want VIEW=CIDR"},
+		{args: []string{"--coredns-views=coredns-views"}, want: "--coredns-views: "},
+		{args: []string{"--view-zone=Zone-A=a"}, want: "--view-zone: "},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -282,6 +290,49 @@ func TestConfigErrorsNameTheFlag(t *testing.T) {
 	}
 	if cfg.Source.ExternalNames != "all" {
 		t.Errorf("Source.ExternalNames = %q, want all", cfg.Source.ExternalNames)
+	}
+}
+
+// A view of a zone is one setting: --view-zone declares it, and its CoreDNS
+// block takes the zone's nodes' networks unless --view-network gives some.
+func TestViewBlocksConfig(t *testing.T) {
+	o := parse(t, "--zone=example.org", "--etcd-endpoints=http://127.0.0.1:2379", "--address-source=nodes",
+		"--view=internal=cluster-ip", "--view-zone=zone-a=europe-a", "--view-zone=internal=europe-b",
+		"--view-network=internal=10.0.0.5/8", "--view-network=192.168.0.0/16", "--coredns-views=skylb-coredns/coredns-views")
+	cfg, err := o.config()
+	if err != nil {
+		t.Fatalf("config() = %v", err)
+	}
+	want := []source.View{{Name: "internal", Source: source.ModeClusterIP, Zone: "europe-b"}, {Name: "zone-a", Source: source.ModeNodes, Zone: "europe-a"}}
+	if !slices.Equal(cfg.Source.Views, want) {
+		t.Errorf("views %+v, want %+v", cfg.Source.Views, want)
+	}
+	b := cfg.ViewBlocks
+	if b == nil || b.Namespace != "skylb-coredns" || b.Name != "coredns-views" || len(b.Networks) != 1 ||
+		!slices.Equal(b.Networks["internal"], []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.0.0/16")}) {
+		t.Errorf("ViewBlocks %+v, want skylb-coredns/coredns-views with internal's two networks", b)
+	}
+	o = parse(t, "--zone=example.org", "--etcd-endpoints=http://127.0.0.1:2379", "--view-zone=zone-a=a")
+	if cfg, err := o.config(); err != nil || cfg.ViewBlocks != nil {
+		t.Errorf("without --coredns-views: %+v, %v; want no blocks kept", cfg.ViewBlocks, err)
+	}
+	// From the environment, whose lists are split at commas.
+	var eo options
+	fs := flags(&eo)
+	if err := fs.Parse([]string{"--zone=example.org", "--etcd-endpoints=http://127.0.0.1:2379"}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"SKYLB_VIEW": "internal=pods,lab=pods", "SKYLB_VIEW_NETWORK": "internal=10.0.0.0/8,192.168.0.0/16,lab=127.0.0.2/32",
+		"SKYLB_COREDNS_VIEWS": "skylb-coredns/coredns-views"}
+	if _, err := settingsFromEnv(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = eo.config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := cfg.ViewBlocks.Networks; len(n) != 2 || len(n["internal"]) != 2 || len(n["lab"]) != 1 {
+		t.Errorf("from SKYLB_VIEW_NETWORK: %v, want internal's two networks and lab's one", n)
 	}
 }
 

@@ -87,7 +87,7 @@ func TestCommandLine(t *testing.T) {
 func TestCommandHelpListsItsOwnFlags(t *testing.T) {
 	want := map[string][]string{
 		"records": {"claim-prefix", "etcd-ca-file", "etcd-cert-file", "etcd-endpoints", "etcd-key-file", "etcd-prefix",
-			"etcd-server-name", "output", "owner-id", "view"},
+			"etcd-server-name", "output", "owner-id", "view", "view-zone"},
 		"delegation": {"allowed-cidrs", "denied-cidrs", "kubeconfig", "nameserver", "nameserver-selector", "node-address-types", "zone"},
 		"version":    nil,
 	}

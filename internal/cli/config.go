@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -39,6 +40,10 @@ func (o *options) config() (app.Config, error) {
 		return app.Config{}, err
 	}
 	src, err := o.sourceConfig(zones)
+	if err != nil {
+		return app.Config{}, err
+	}
+	blocks, err := o.viewBlocks(src.Views)
 	if err != nil {
 		return app.Config{}, err
 	}
@@ -94,6 +99,7 @@ func (o *options) config() (app.Config, error) {
 		EventQPS:         o.events.QPS,
 		StartGCPercent:   startGCPercent(),
 		Zone:             zoneCfg,
+		ViewBlocks:       blocks,
 		ReverseZones:     reverse,
 		Once:             o.once,
 		Prefix:           strings.TrimRight(o.prefix, "/"),
@@ -106,6 +112,42 @@ func (o *options) config() (app.Config, error) {
 		GatewayPoll:      o.gatewayPoll,
 		Log:              log,
 	}, nil
+}
+
+// viewBlocks returns where the views' CoreDNS blocks are kept, with their
+// networks (--coredns-views, --view-network), or nil for nowhere.
+func (o *options) viewBlocks(views []source.View) (*app.ViewBlocks, error) {
+	// An item without a view's name continues the one before: the
+	// environment's SKYLB_VIEW_NETWORK=internal=10.0.0.0/8,192.168.0.0/16
+	// comes as two items.
+	networks := make(map[string][]netip.Prefix, len(o.viewNetworks))
+	view := ""
+	for _, s := range o.viewNetworks {
+		cidrs := s
+		if name, list, ok := strings.Cut(s, "="); ok {
+			view, cidrs = strings.TrimSpace(name), list
+			if !slices.ContainsFunc(views, func(v source.View) bool { return v.Name == view }) {
+				return nil, fmt.Errorf("--view-network: %q: no --view or --view-zone %s", s, view)
+			}
+		} else if view == "" {
+			return nil, fmt.Errorf("--view-network: %q: want VIEW=CIDR[,CIDR...], e.g. internal=10.0.0.0/8,192.168.0.0/16", s)
+		}
+		for c := range strings.SplitSeq(cidrs, ",") {
+			p, err := netip.ParsePrefix(strings.TrimSpace(c))
+			if err != nil {
+				return nil, fmt.Errorf("--view-network: %q: %w", s, err)
+			}
+			networks[view] = append(networks[view], p.Masked())
+		}
+	}
+	if o.corednsViews == "" {
+		return nil, nil
+	}
+	ns, name, ok := strings.Cut(o.corednsViews, "/")
+	if !ok || !dnsname.IsLabel(ns) || name == "" || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("--coredns-views: %q: want NAMESPACE/NAME of a ConfigMap, e.g. skylb-coredns/coredns-views", o.corednsViews)
+	}
+	return &app.ViewBlocks{Namespace: ns, Name: name, Networks: networks}, nil
 }
 
 // zonesServed returns the zones of --zone and --reverse-zone, once checked
@@ -281,12 +323,21 @@ func (o *options) sourceConfig(zones dnsname.Zones) (source.Config, error) {
 	}
 	for _, s := range o.viewZones {
 		name, zone, ok := strings.Cut(s, "=")
-		i := slices.IndexFunc(cfg.Views, func(v source.View) bool { return v.Name == strings.TrimSpace(name) })
-		switch {
-		case !ok || strings.TrimSpace(zone) == "":
+		name = strings.TrimSpace(name)
+		if !ok || strings.TrimSpace(zone) == "" {
 			return cfg, fmt.Errorf("--view-zone: %q: want VIEW=ZONE, e.g. zone-a=europe-west1-b", s)
-		case i < 0:
-			return cfg, fmt.Errorf("--view-zone: %q: no --view %s", s, strings.TrimSpace(name))
+		}
+		i := slices.IndexFunc(cfg.Views, func(v source.View) bool { return v.Name == name })
+		if i < 0 {
+			// A zone's view answers as the default view does, but for the
+			// zone's addresses: declared here, it takes --address-source.
+			v, err := source.ParseView(name + "=" + string(cfg.AddressSource))
+			if err != nil {
+				return cfg, fmt.Errorf("--view-zone: %w", err)
+			}
+			cfg.Views, i = append(cfg.Views, v), len(cfg.Views)
+		}
+		switch {
 		case cfg.Views[i].Zone != "":
 			return cfg, fmt.Errorf("--view-zone: view %s is given a zone twice", cfg.Views[i].Name)
 		}

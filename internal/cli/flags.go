@@ -35,6 +35,8 @@ type options struct {
 	addressSource    string
 	views            []string
 	viewZones        []string
+	viewNetworks     []string
+	corednsViews     string
 	lbClass          string
 	nodeAddrTypes    []string
 	ingressService   string
@@ -104,7 +106,9 @@ func flags(o *options) *pflag.FlagSet {
 	fs.DurationVar(&o.resync, "resync-interval", 5*time.Minute, "forced full reconciliation period (0 disables)")
 	fs.StringVar(&o.addressSource, "address-source", "auto", "where addresses come from: auto, nodes, pods or status")
 	fs.StringArrayVar(&o.views, "view", nil, "a view besides the default one, NAME=ADDRESS-SOURCE (e.g. internal=pods; auto, nodes, pods, status or cluster-ip): every name is also published under <etcd-prefix>-NAME with the Services' addresses from that source, for CoreDNS's view plugin to answer the view's clients from; repeatable")
-	fs.StringArrayVar(&o.viewZones, "view-zone", nil, "VIEW=ZONE: the clients of the view are in the topology zone ZONE (topology.kubernetes.io/zone); a Service with spec.trafficDistribution PreferClose (or topology-aware routing) is answered there with its addresses in that zone, all of them when it has none; repeatable")
+	fs.StringArrayVar(&o.viewZones, "view-zone", nil, "VIEW=ZONE: the clients of the view are in the topology zone ZONE (topology.kubernetes.io/zone); a Service with spec.trafficDistribution PreferClose (or topology-aware routing) is answered there with its addresses in that zone, all of them when it has none; a view not given by --view is declared with the --address-source; repeatable")
+	fs.StringArrayVar(&o.viewNetworks, "view-network", nil, "VIEW=CIDR[,CIDR...]: the networks of the view's clients, for its CoreDNS block (--coredns-views); a view of a zone without one answers the networks of the zone's nodes (their pod CIDRs and addresses); repeatable, and a CIDR without VIEW= belongs to the view before it, so that SKYLB_VIEW_NETWORK=internal=10.0.0.0/8,192.168.0.0/16 works")
+	fs.StringVar(&o.corednsViews, "coredns-views", "", "NAMESPACE/NAME of a ConfigMap CoreDNS imports *.view files from: skylb keeps the views' server blocks in its key skylb.view (see coredns/README.md, Views); empty writes none")
 	fs.StringVar(&o.lbClass, "load-balancer-class", "", "implement LoadBalancer Services of this class; empty means those without a class")
 	fs.StringSliceVar(&o.nodeAddrTypes, "node-address-types", []string{"ExternalIP", "InternalIP"}, "node address types to publish, in order of preference")
 	fs.StringVar(&o.ingressService, "ingress-service", "", "namespace/name of the ingress controller's Service; Ingresses without a status get its addresses")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 
 // recordsFlags are the flags of skylb run that skylb records reads.
 var recordsFlags = []string{"etcd-endpoints", "etcd-ca-file", "etcd-cert-file", "etcd-key-file", "etcd-server-name",
-	"etcd-prefix", "claim-prefix", "owner-id", "view"}
+	"etcd-prefix", "claim-prefix", "owner-id", "view", "view-zone"}
 
 // outputFlag defines skylb records' -o.
 func outputFlag(fs *pflag.FlagSet, o *options) {
@@ -26,7 +27,7 @@ func outputFlag(fs *pflag.FlagSet, o *options) {
 }
 
 // records runs "skylb records": it prints what the etcd holds under
-// --etcd-prefix, the prefix of each --view and --claim-prefix, by name and
+// --etcd-prefix, the prefix of each view (--view, --view-zone) and --claim-prefix, by name and
 // owner. It only reads.
 func records(o *options, stdout, stderr io.Writer) int {
 	if o.output != "table" && o.output != "json" && o.output != "yaml" {
@@ -41,6 +42,12 @@ func records(o *options, stdout, stderr io.Writer) int {
 			return 2
 		}
 		views = append(views, v.Name)
+	}
+	// --view-zone declares the views --view does not.
+	for _, s := range o.viewZones {
+		if name, _, ok := strings.Cut(s, "="); ok && !slices.Contains(views, strings.TrimSpace(name)) {
+			views = append(views, strings.TrimSpace(name))
+		}
 	}
 	log, err := newLogger("warn", "text")
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -93,7 +94,10 @@ type Config struct {
 	// view name (Source.Views): each gets the records of every name in its
 	// view (see rank.Result.Views).
 	Views map[string]Publisher
-	Log   logrus.FieldLogger
+	// NodesChanged, when set, is called after a Node is added or deleted,
+	// or its labels, pod CIDRs or addresses change; Nodes gives them.
+	NodesChanged func()
+	Log          logrus.FieldLogger
 }
 
 // Controller turns Services and Ingresses into records.
@@ -138,6 +142,7 @@ type caches struct {
 	builder   *source.Builder
 	informers coreInformers
 	services  corelisters.ServiceLister
+	nodes     corelisters.NodeLister
 	kinds     []*objectKind // the kinds of the informers above that publish
 	// synced report, one per event handler, that the informer's cache has
 	// synced and the handler has been given every object of the initial
@@ -238,6 +243,7 @@ func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Co
 			builder:   source.NewBuilder(cfg.Source, listers),
 			informers: coreInformers{services: svcs, slices: slices_, nodes: nodes, ingresses: ings},
 			services:  listers.Services,
+			nodes:     listers.Nodes,
 			kinds:     coreKinds(svcs, ings),
 		},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
@@ -281,6 +287,13 @@ func newIndex(cfg Config) *rank.Index {
 
 // Ready reports whether the caches have synced and the first full pass is done.
 func (c *Controller) Ready() bool { return c.phase.ready.Load() }
+
+// Nodes returns the cached Nodes, stripped as the informer keeps them (their
+// labels, spec, addresses and conditions). They are shared: never change them.
+func (c *Controller) Nodes() []*corev1.Node {
+	nodes, _ := c.caches.nodes.List(labels.Everything())
+	return nodes
+}
 
 // WaitIdle waits until the records the controller handed over, in every
 // view, are written, or ctx ends.
@@ -478,10 +491,11 @@ func isPermanent(err error) bool { return errors.Is(err, errPermanent) }
 // because none passes its health check.
 func (c *Controller) FailOpen() int { return c.health.failingOpen() }
 
-// event records an Event on an object, unless another replica leads or this is a dry run.
-func (c *Controller) event(obj *corev1.ObjectReference, kind, reason, message string) {
+// event records an Event on the object of pub, unless another replica leads
+// or this is a dry run.
+func (c *Controller) event(pub *source.Publication, kind, reason, message string) {
 	if c.cfg.DryRun || !c.cfg.Leading() {
 		return
 	}
-	c.recorder.Event(obj, kind, reason, message)
+	c.recorder.Event(pub.Ref(), kind, reason, message)
 }

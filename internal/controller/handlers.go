@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -92,12 +93,25 @@ func (c *Controller) handleSlices(inf informerSet) {
 // handleNodes enqueues every Service when a node changes in a way that changes
 // the addresses published for it: readiness, addresses, exclusion, deletion.
 func (c *Controller) handleNodes(inf informerSet) {
-	all := func(any) { c.enqueueAddressUsers() }
+	changed := func() {
+		if c.cfg.NodesChanged != nil {
+			c.cfg.NodesChanged()
+		}
+	}
+	all := func(any) {
+		c.enqueueAddressUsers()
+		changed()
+	}
 	synced, err := inf.addEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: all,
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*corev1.Node)
 			n, ok2 := newObj.(*corev1.Node)
+			// Not its status's heartbeats: a node's place changes rarely.
+			if !ok1 || !ok2 || !maps.Equal(o.Labels, n.Labels) || !slices.Equal(o.Spec.PodCIDRs, n.Spec.PodCIDRs) ||
+				!slices.Equal(o.Status.Addresses, n.Status.Addresses) {
+				changed()
+			}
 			if !ok1 || !ok2 || source.NodeUsable(o) != source.NodeUsable(n) ||
 				!slices.Equal(source.NodeAddresses(o, c.cfg.Source.NodeAddressTypes), source.NodeAddresses(n, c.cfg.Source.NodeAddressTypes)) {
 				c.enqueueAddressUsers()

@@ -47,6 +47,7 @@ func init() {
 var (
 	Services       = corev1.SchemeGroupVersion.WithResource("services")
 	Nodes          = corev1.SchemeGroupVersion.WithResource("nodes")
+	ConfigMaps     = corev1.SchemeGroupVersion.WithResource("configmaps")
 	Events         = corev1.SchemeGroupVersion.WithResource("events")
 	EndpointSlices = discoveryv1.SchemeGroupVersion.WithResource("endpointslices")
 	Ingresses      = networkingv1.SchemeGroupVersion.WithResource("ingresses")

@@ -97,7 +97,7 @@ func newBench(ctx context.Context, o options) (*bench, error) {
 	}
 	b.st, err = stack.Start(sctx, stack.Options{
 		Root: root, Dir: filepath.Join(dir, "stack"), Zone: "example.org",
-		Corefile: corefile, EtcdMetrics: true, Log: stderrLog{}, Views: []string{benchView},
+		Corefile: corefile, EtcdMetrics: true, Log: stderrLog{},
 		SkylbBuildFlags: []string{"-trimpath", "-tags=grpcnotrace", "-ldflags=-s -w"},
 	})
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -823,7 +822,7 @@ func (e *env) hostNetwork(t *testing.T) {
 	}
 	slices.Sort(want)
 	start := time.Now()
-	e.applyHostNetwork(ctx, nil)
+	e.applyHostNetwork(ctx)
 	server := net.JoinHostPort(e.nodeIP(dnsNodes[0]), "53")
 	var last string
 	e.waitFor(ctx, 2*time.Minute, "NS at the apex on port 53", func() bool {
@@ -861,25 +860,14 @@ func (e *env) dnsNodes() []string { return []string{e.c.Nodes[0].Name, e.c.Nodes
 
 // applyHostNetwork labels the nodes of dnsNodes skylb.io/dns=true and
 // applies coredns/ with the component deploy/hostnetwork in an overlay, as
-// the deployment page tells, with the given files (name -> content) beside
-// the Corefile in the ConfigMap coredns-corefile, as coredns/README.md's
-// "Views" tells of a view's file; then it waits for the DaemonSet's rollout.
-func (e *env) applyHostNetwork(ctx context.Context, files map[string]string) {
+// the deployment page tells; then it waits for the DaemonSet's rollout.
+func (e *env) applyHostNetwork(ctx context.Context) {
 	e.t.Helper()
 	overlay := filepath.Join(e.work, "coredns-hostnetwork")
 	if err := os.MkdirAll(overlay, 0o755); err != nil {
 		e.t.Fatal(err)
 	}
 	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../coredns]\ncomponents: [../coredns/deploy/hostnetwork]\n"
-	if len(files) > 0 {
-		names := slices.Sorted(maps.Keys(files))
-		k += "configMapGenerator:\n- {name: coredns-corefile, namespace: skylb-coredns, behavior: merge, files: [" + strings.Join(names, ", ") + "]}\n"
-		for _, name := range names {
-			if err := os.WriteFile(filepath.Join(overlay, name), []byte(files[name]), 0o644); err != nil {
-				e.t.Fatal(err)
-			}
-		}
-	}
 	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		e.t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/skylb/skylb/test/cluster"
-	"github.com/skylb/skylb/test/stack"
 )
 
 const (
@@ -29,14 +27,15 @@ const (
 )
 
 // zoneView runs a view of one topology zone as coredns/README.md ("Views",
-// "Topology") tells, in the three settings it names: skylb's --view and
-// --view-zone in manifests/config.env, the view in the etcd RBAC Job's
-// SKYLB_VIEWS, and the view's file beside the Corefile of CoreDNS on port 53
-// (the hostNetwork DaemonSet, which sees the clients' own addresses). The
-// first node is in zone A, the others in zone B; the outside client
-// (10.216.0.2) is zone A's client, the host (10.213.0.1) everyone else. A
-// Service with trafficDistribution PreferClose and a pod on every node
-// answers zone A's client with zone A's node and the host with every node;
+// "Topology") tells, with its one setting: SKYLB_VIEW_ZONE in
+// manifests/config.env. skylb writes the view's block into the ConfigMap
+// coredns-views, for the networks of the zone's nodes; CoreDNS on port 53 (the
+// hostNetwork DaemonSet, which sees the clients' own addresses) gets it
+// through its projected volume, and the reloader beside it reloads it. The
+// first node is in zone A, the others in zone B: a client on the first node
+// is zone A's, the outside client (10.216.0.2) and the host (10.213.0.1) are
+// not. A Service with trafficDistribution PreferClose and a pod on every node
+// answers zone A's client with zone A's node and the others with every node;
 // once zone A's pod is gone, zone A's client gets the other nodes.
 func (e *env) zoneView(t *testing.T) {
 	e.t = t
@@ -55,46 +54,10 @@ func (e *env) zoneView(t *testing.T) {
 			e.c.Kubectl(ctx, "label", "node", n.Name, zoneLabel+"-")
 		}
 	})
-	client, err := e.c.Client(ctx)
+	outsider, err := e.c.Client(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	start := time.Now()
-	// etcd: the RBAC Job grants the view's prefix. A Job cannot be
-	// changed: delete it and apply etcd again (manifests/README.md).
-	job := filepath.Join("etcd", "deploy", "rbac-bootstrap-job.yaml")
-	e.editFile(job, "- name: SKYLB_VIEWS\n          value: \"\"", "- name: SKYLB_VIEWS\n          value: "+zoneA)
-	e.kubectl(ctx, "-n", "skylb-dns", "delete", "job", "etcd-rbac-bootstrap", "--wait=true")
-	if out, err := e.shell(ctx, "kubectl apply -k etcd", 0); err != nil {
-		t.Fatalf("kubectl apply -k etcd: %v\n%s", err, out)
-	}
-	e.kubectl(ctx, "-n", "skylb-dns", "wait", "--for=condition=complete", "job/etcd-rbac-bootstrap", "--timeout=5m")
-
-	// skylb: the view and its zone, in its settings.
-	settings := filepath.Join("manifests", "config.env")
-	was := e.readFile(settings)
-	e.writeFile(settings, was+fmt.Sprintf("SKYLB_VIEW=%s=auto\nSKYLB_VIEW_ZONE=%s=%s\n", zoneA, zoneA, zoneA))
-	t.Cleanup(func() {
-		ctx := ctxT(t, 5*time.Minute)
-		e.writeFile(settings, was)
-		if out, err := e.shell(ctx, "kubectl apply -k manifests && kubectl -n skylb rollout status deployment/skylb --timeout=3m", 0); err != nil {
-			t.Errorf("skylb without the view: %v\n%s", err, out)
-		}
-	})
-	if out, err := e.shell(ctx, "kubectl apply -k manifests && kubectl -n skylb rollout status deployment/skylb --timeout=3m", 0); err != nil {
-		t.Fatalf("skylb with the view: %v\n%s", err, out)
-	}
-
-	// CoreDNS: the view's block, from the shipped example, for the
-	// outside client's network.
-	view, err := stack.ViewBlock(e.work, zoneA, netip.PrefixFrom(client.IP, 32).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.applyHostNetwork(ctx, map[string]string{zoneA + ".view": view})
-	t.Cleanup(func() { e.applyHostNetwork(ctxT(t, 5*time.Minute), nil) })
-	t.Logf("measure: the view of %s set in etcd's RBAC Job, skylb and CoreDNS, each rolled out: %v", zoneA, time.Since(start).Round(time.Second))
 
 	// A pod on every node, and the Service that prefers its client's zone.
 	for i, n := range e.c.Nodes {
@@ -131,19 +94,41 @@ func (e *env) zoneView(t *testing.T) {
 		return len(e.webNodes(ctx, "app=near")) == len(e.c.Nodes)
 	})
 
+	// The view of zone A: its one setting.
+	settings := filepath.Join("manifests", "config.env")
+	was := e.readFile(settings)
+	e.writeFile(settings, was+fmt.Sprintf("SKYLB_VIEW_ZONE=%s=%s\n", zoneA, zoneA))
+	t.Cleanup(func() {
+		ctx := ctxT(t, 5*time.Minute)
+		e.writeFile(settings, was)
+		if out, err := e.shell(ctx, "kubectl apply -k manifests && kubectl -n skylb rollout status deployment/skylb --timeout=3m", 0); err != nil {
+			t.Errorf("skylb without the view: %v\n%s", err, out)
+		}
+	})
+	start := time.Now()
+	if out, err := e.shell(ctx, "kubectl apply -k manifests && kubectl -n skylb rollout status deployment/skylb --timeout=3m", 0); err != nil {
+		t.Fatalf("skylb with the view: %v\n%s", err, out)
+	}
+	rolled := time.Since(start)
+
 	server := net.JoinHostPort(nodeA.IP.String(), "53")
 	everyNode := e.webNodes(ctx, "app=near")
-	outside := func() ([]string, error) { return query(server, nearName) }
-	inZone := func() ([]string, error) { return e.digFrom(ctx, client, server, nearName) }
+	zoneClient := cluster.Client{Netns: nodeA.Netns, IP: nodeA.IP}
+	inZone := func() ([]string, error) { return e.digFrom(ctx, zoneClient, server, nearName) }
+	outside := func() ([]string, error) { return e.digFrom(ctx, outsider, server, nearName) }
+	fromHost := func() ([]string, error) { return query(server, nearName) }
 
-	took := e.waitFor(ctx, time.Minute, "zone A's client answered zone A's node", func() bool {
+	// The ConfigMap reaches the pods at the kubelet's next sync of them,
+	// within about a minute and a half.
+	took := e.waitFor(ctx, 4*time.Minute, "zone A's client answered zone A's node", func() bool {
 		got, err := inZone()
 		return err == nil && slices.Equal(got, []string{nodeA.IP.String()})
 	})
-	e.settle(ctx, nearName+" asked by the host", outside, everyNode)
+	e.settle(ctx, nearName+" asked by the host", fromHost, everyNode)
+	e.settle(ctx, nearName+" asked by the outside client", outside, everyNode)
 	e.settle(ctx, nearName+" asked by zone A's client", inZone, []string{nodeA.IP.String()})
-	t.Logf("measure: %s answers zone A's client (%s) %s alone %v after its pods were ready, the host every node %v",
-		nearName, client.IP, nodeA.IP, took.Round(10*time.Millisecond), everyNode)
+	t.Logf("measure: SKYLB_VIEW_ZONE set, skylb rolled out in %v; %v later %s answers zone A's client (on %s) %s alone, the host and the outside client every node %v",
+		rolled.Round(time.Second), took.Round(time.Second), nearName, nodeA.Name, nodeA.IP, everyNode)
 
 	// Zone A's pod goes: its client gets the other zone's nodes, as
 	// kube-proxy would send it there.
@@ -163,7 +148,7 @@ func (e *env) zoneView(t *testing.T) {
 	})
 	t.Logf("measure: zone A's pod deleted: zone A's client gets %v after %v", others, took.Round(10*time.Millisecond))
 	e.settle(ctx, nearName+" asked by zone A's client", inZone, others)
-	e.settle(ctx, nearName+" asked by the host", outside, others)
+	e.settle(ctx, nearName+" asked by the host", fromHost, others)
 }
 
 // digFrom asks server for name's addresses with dig in the client's network
@@ -208,15 +193,4 @@ func (e *env) writeFile(rel, content string) {
 	if err := os.WriteFile(filepath.Join(e.work, rel), []byte(content), 0o644); err != nil {
 		e.t.Fatal(err)
 	}
-}
-
-// editFile replaces old, which must be there, with new in a file of the copy
-// of the repository, as a user edits it.
-func (e *env) editFile(rel, old, new string) {
-	e.t.Helper()
-	s := e.readFile(rel)
-	if !strings.Contains(s, old) {
-		e.t.Fatalf("%s has no %q", rel, old)
-	}
-	e.writeFile(rel, strings.Replace(s, old, new, 1))
 }

@@ -58,9 +58,11 @@ func viewTrees() []string {
 }
 
 // skylb publishes the views internal and zone-a too: every test runs with
-// them, and views_test.go asks CoreDNS from their client addresses.
+// them, and views_test.go asks CoreDNS from their client addresses. Their
+// CoreDNS blocks are skylb's, in the ConfigMap CoreDNS's manifests ship.
 var skylbArgs = []string{"--default-namespace=default", "--resync-interval=1m", "--log-level=debug", "--apex-namespaces=owner",
-	"--reverse-zone=" + reverseZones[0], "--reverse-zone=" + reverseZones[1], "--view=internal=pods", "--view=zone-a=auto", "--view-zone=zone-a=zone-a"}
+	"--reverse-zone=" + reverseZones[0], "--reverse-zone=" + reverseZones[1], "--view=internal=pods", "--view-zone=zone-a=zone-a",
+	"--view-network=internal=" + insideAddr + "/32", "--view-network=zone-a=" + zoneAAddr + "/32", stack.ViewsFlag}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -85,7 +87,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	st, err = stack.Start(ctx, stack.Options{Root: root, Dir: dir, Zone: "example.org", ReverseZones: reverseZones, Views: viewNames, Log: os.Stderr})
+	st, err = stack.Start(ctx, stack.Options{Root: root, Dir: dir, Zone: "example.org", ReverseZones: reverseZones, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start stack:", err)
 		return 1
@@ -111,6 +113,10 @@ func run(m *testing.M) int {
 	httpAddr, err := stack.FreeAddr() // skylb's /healthz, /readyz and /metrics
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	if err := st.CreateViewsConfigMap(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: the views' ConfigMap:", err)
 		return 1
 	}
 	skylbArgs = append(skylbArgs, "--http-address="+httpAddr)

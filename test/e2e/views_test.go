@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,29 +33,43 @@ const (
 // viewsStarted numbers the CoreDNS processes views starts.
 var viewsStarted atomic.Int32
 
-// views starts a CoreDNS serving the shipped Corefile with the shipped
-// example of a view's block (coredns/internal.view.example) beside it for
-// the views internal and zone-a, their networks narrowed to insideAddr and
-// zoneAAddr, and returns its address. It is stopped when the test ends: one
-// for each test, so that none inherits an etcd client still reconnecting
-// after another test's etcd outage (the stack's own CoreDNS has the
-// reloader for that).
+// views starts a CoreDNS serving the shipped Corefile with, beside it, the
+// views' blocks skylb keeps in the ConfigMap of coredns/deploy/views.yaml
+// (internal for insideAddr, zone-a for zoneAAddr: skylbArgs), as CoreDNS's
+// pod sees them, and returns its address. It is stopped when the test ends:
+// one for each test, so that none inherits an etcd client still
+// reconnecting after another test's etcd outage (the stack's own CoreDNS has
+// the reloader for that).
 func views(t *testing.T) string {
 	t.Helper()
-	n := viewsStarted.Add(1)
-	corefile, err := stack.ViewCorefile(st.Root, filepath.Join(st.Dir, fmt.Sprintf("coredns-views-%d", n)),
-		map[string]string{"internal": insideAddr + "/32", "zone-a": zoneAAddr + "/32"})
+	addr, _, _ := viewsCoreDNS(t)
+	return addr
+}
+
+// viewsCoreDNS is views, and also returns the directory of its Corefile and
+// the name of its process.
+func viewsCoreDNS(t *testing.T) (addr, dir, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	blocks, err := st.ViewBlocks(ctx, func(b string) bool {
+		return strings.Contains(b, "view internal {") && strings.Contains(b, "view zone-a {")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name = fmt.Sprintf("coredns-views-%d", viewsStarted.Add(1))
+	dir = filepath.Join(st.Dir, name)
+	corefile, err := stack.CorefileWith(st.Root, dir, map[string]string{stack.ViewsKey: blocks})
 	if err != nil {
 		t.Fatalf("CoreDNS with the views: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	p, addr, err := st.StartCoreDNS(ctx, fmt.Sprintf("coredns-views-%d", n), corefile, 0)
+	p, addr, err := st.StartCoreDNS(ctx, name, corefile, 0)
 	if err != nil {
 		t.Fatalf("CoreDNS with the views: %v", err)
 	}
 	t.Cleanup(func() { _ = p.Stop() })
-	return addr
+	return addr, dir, name
 }
 
 // queryFrom asks server for the A records of name from the loopback address
@@ -264,8 +281,9 @@ func TestTopologyView(t *testing.T) {
 
 // TestViewsKeepOtherClustersNames checks that a cluster sharing the etcd
 // does not take, in its views, a name another cluster holds: a view's
-// publisher has no claims, and writes nothing over another owner's records;
-// the name is the second cluster's in every tree once the first lets go.
+// publisher has no claims of its own and writes a name only while the
+// default view's claims let its cluster answer it (publish.Gate); the name
+// is the second cluster's in every tree once the first lets go.
 func TestViewsKeepOtherClustersNames(t *testing.T) {
 	server := views(t)
 	// The view takes the Services' own source: its records are the
@@ -273,16 +291,7 @@ func TestViewsKeepOtherClustersNames(t *testing.T) {
 	east := startSite(t, "veast", "192.0.2.71", "--view=internal=status")
 	west := startSite(t, "vwest", "192.0.2.72", "--view=internal=status")
 	t.Cleanup(func() { stopSites(t, east, west) })
-	inside := func(name string, want ...string) {
-		t.Helper()
-		stack.Eventually(t, quick, fmt.Sprintf("%s answers %q inside", name, want), func() (bool, string) {
-			_, got, err := queryFrom(server, insideAddr, name)
-			if err != nil {
-				return false, err.Error()
-			}
-			return slices.Equal(got, want), fmt.Sprintf("%q", got)
-		})
-	}
+	inside := func(name string, want ...string) { t.Helper(); answersInside(t, server, quick, name, want...) }
 	const solo = "vsolo.mc.example.org"
 	east.publish(t, "vsolo", solo, false)
 	within(t, quick, solo, east.addr)
@@ -295,6 +304,7 @@ func TestViewsKeepOtherClustersNames(t *testing.T) {
 	// had its chance.
 	west.publish(t, "vafter", "vafter.mc.example.org", false)
 	inside("vafter.mc.example.org", west.addr)
+	viewOwners(t, "/skydns-internal/org/example/mc/vsolo/", "veast")
 	if _, got, err := queryFrom(server, insideAddr, solo); err != nil || !slices.Equal(got, []string{east.addr}) {
 		t.Fatalf("%s answers %q (%v) inside while vwest waits for it, want veast's address alone", solo, got, err)
 	}
@@ -302,4 +312,142 @@ func TestViewsKeepOtherClustersNames(t *testing.T) {
 	east.remove(t, "vsolo")
 	within(t, quick, solo, west.addr)
 	inside(solo, west.addr)
+}
+
+// TestViewBlocksReload checks that a change of the views' blocks reaches a
+// running CoreDNS: once the kubelet has written the ConfigMap's new files
+// (here the test does, as the kubelet does: a new file renamed into place),
+// the reloader beside CoreDNS (--watch, as coredns/deploy ships it) reloads
+// it, and the view answers its new network.
+func TestViewBlocksReload(t *testing.T) {
+	server, dir, name := viewsCoreDNS(t)
+	r, err := st.StartReloader("reloader-"+name, name, "--watch="+filepath.Join(dir, "*.view"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Stop() })
+	namespace(t, "vreload")
+	deploy(t, "vreload", "web", 1, "")
+	lbService(t, "vreload", "web")
+	host := "web.vreload.example.org"
+	const moved = "127.0.0.4" // outside until the view's network moves there
+	inside := func(limit time.Duration, in, out string) {
+		t.Helper()
+		stack.Eventually(t, limit, fmt.Sprintf("%s answers %s with the pods and %s with the nodes", host, in, out), func() (bool, string) {
+			pods, nodeAddrs := endpointState(t, "vreload", "web")
+			_, gotIn, err := queryFrom(server, in, host)
+			if err != nil {
+				return false, err.Error()
+			}
+			_, gotOut, err := queryFrom(server, out, host)
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(pods) > 0 && slices.Equal(gotIn, pods) && slices.Equal(gotOut, nodeAddrs),
+				fmt.Sprintf("%s: %q, %s: %q; the API: pods %q on nodes %q", in, gotIn, out, gotOut, pods, nodeAddrs)
+		})
+	}
+	inside(slow, insideAddr, moved)
+
+	path := filepath.Join(dir, stack.ViewsKey)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := "incidr(client_ip(), '" + insideAddr + "/32')"
+	if !strings.Contains(string(b), from) {
+		t.Fatalf("%s has no %s:\n%s", path, from, b)
+	}
+	next := strings.Replace(string(b), from, "incidr(client_ip(), '"+moved+"/32')", 1)
+	if err := os.WriteFile(path+".new", []byte(next), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+	inside(slow, moved, insideAddr)
+	t.Logf("the view answered its new network %v after its file changed", time.Since(start).Round(time.Millisecond))
+}
+
+// TestViewsFollowTheClustersPolicy checks that a name several clusters share
+// is answered in the views as the clusters' policy says, as in the default
+// view: balanced, every cluster; failover, the preferred one, and the other
+// once the preferred one lets go.
+func TestViewsFollowTheClustersPolicy(t *testing.T) {
+	server := views(t)
+	east := startSite(t, "peast", "192.0.2.73", "--view=internal=status")
+	west := startSite(t, "pwest", "192.0.2.74", "--view=internal=status")
+	t.Cleanup(func() { stopSites(t, east, west) })
+	inside := func(name string, want ...string) { t.Helper(); answersInside(t, server, slow, name, want...) }
+	const balanced = "pbal.mc.example.org"
+	east.publish(t, "pbal", balanced, true)
+	west.publish(t, "pbal", balanced, true)
+	within(t, slow, balanced, east.addr, west.addr)
+	inside(balanced, east.addr, west.addr)
+
+	const failover = "pfail.mc.example.org"
+	policy := func(prio string) map[string]string {
+		return map[string]string{"skylb.io/hostname": failover, "skylb.io/shared": "true",
+			"skylb.io/cluster-policy": "failover", "skylb.io/cluster-priority": prio}
+	}
+	east.publishService(t, "pfail", policy("10"), 80, east.addr)
+	within(t, slow, failover, east.addr)
+	inside(failover, east.addr)
+	west.publishService(t, "pfail", policy("20"), 80, west.addr)
+	// West stands by: told once its claim says so.
+	west.expectEvent(t, "pfail", "ClusterStandby", "")
+	within(t, slow, failover, east.addr)
+	inside(failover, east.addr)
+	viewOwners(t, "/skydns-internal/org/example/mc/pfail/", "peast")
+	east.remove(t, "pfail")
+	within(t, slow, failover, west.addr)
+	inside(failover, west.addr)
+	viewOwners(t, "/skydns-internal/org/example/mc/pfail/", "pwest")
+}
+
+// answersInside waits up to limit until server answers name's A query from
+// insideAddr with want.
+func answersInside(t *testing.T, server string, limit time.Duration, name string, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	stack.Eventually(t, limit, fmt.Sprintf("%s answers %q inside", name, want), func() (bool, string) {
+		_, got, err := queryFrom(server, insideAddr, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.Equal(got, want), fmt.Sprintf("%q", got)
+	})
+}
+
+// viewOwners checks that the owners of the records under prefix are want
+// alone, and stay so for two seconds: a cluster that does not answer a name
+// writes none of its records in a view, not even for a moment.
+func viewOwners(t *testing.T, prefix string, want ...string) {
+	t.Helper()
+	owners := func() []string {
+		resp, err := etcdAs(t, "coredns").Get(ctxT(t), prefix, clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, kv := range resp.Kvs {
+			var v struct{ Owner string }
+			if err := json.Unmarshal(kv.Value, &v); err != nil {
+				t.Fatalf("%s: %v", kv.Key, err)
+			}
+			out = append(out, v.Owner)
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	stack.Eventually(t, slow, fmt.Sprintf("the records under %s are %q's", prefix, want), func() (bool, string) {
+		got := owners()
+		return slices.Equal(got, want), fmt.Sprintf("%q", got)
+	})
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if got := owners(); !slices.Equal(got, want) {
+			t.Fatalf("the records under %s are %q's, want %q's alone", prefix, got, want)
+		}
+	}
 }

@@ -165,6 +165,7 @@ func TestManifests(t *testing.T) {
 	// takes the cluster-wide binding back.
 	t.Run("RBAC can-i in "+nsOverlay, func(t *testing.T) { rbacChecks(ctx, t, k, r["skylb in "+nsOverlay], nsOverlay) })
 	rbacOK := t.Run("RBAC can-i", func(t *testing.T) { rbacChecks(ctx, t, k, r["skylb"], nsSkylb) })
+	t.Run("RBAC can-i the views' ConfigMap", func(t *testing.T) { viewsRBACChecks(ctx, t, k, r["coredns"]) })
 	t.Run("etcd flags", func(t *testing.T) { etcdFlags(ctx, t, bin, r["etcd"]) })
 	t.Run("rbac-bootstrap Job", func(t *testing.T) { rbacBootstrap(ctx, t, s, bin, r["etcd"]) })
 	t.Run("CoreDNS Corefile", func(t *testing.T) { coreDNS(ctx, t, s, bin, r["coredns"]) })

@@ -115,6 +115,28 @@ func rbacChecks(ctx context.Context, t *testing.T, k kubectl, rr *rendering, ns 
 	canI(ctx, t, k, "system:serviceaccount:"+ns+":skylb", checks)
 }
 
+// viewsRBACChecks applies the RBAC objects of coredns/ and asks the API
+// server what skylb's ServiceAccount may do in CoreDNS's namespace: read and
+// update the ConfigMap of the views' blocks (skylb --coredns-views), and
+// nothing else there.
+func viewsRBACChecks(ctx context.Context, t *testing.T, k kubectl, rr *rendering) {
+	applyRBAC(ctx, t, k, rr)
+	checks := []access{
+		{verb: "get", resource: "configmaps", name: "coredns-views", ns: nsCoreDNS, allowed: true},
+		{verb: "update", resource: "configmaps", name: "coredns-views", ns: nsCoreDNS, allowed: true},
+		{verb: "delete", resource: "configmaps", name: "coredns-views", ns: nsCoreDNS},
+		{verb: "get", resource: "configmaps", name: "coredns-corefile", ns: nsCoreDNS},
+		{verb: "update", resource: "configmaps", name: "coredns-corefile", ns: nsCoreDNS},
+		{verb: "list", resource: "configmaps", ns: nsCoreDNS},
+		{verb: "watch", resource: "configmaps", ns: nsCoreDNS},
+		{verb: "create", resource: "configmaps", ns: nsCoreDNS},
+		{verb: "get", resource: "secrets", name: "coredns-etcd-client", ns: nsCoreDNS},
+		{verb: "update", resource: "configmaps", name: "coredns-views", ns: "default"},
+		{verb: "*", resource: "*", ns: nsCoreDNS},
+	}
+	canI(ctx, t, k, "system:serviceaccount:"+nsSkylb+":skylb", checks)
+}
+
 // namespacedRBACChecks applies the RBAC objects of the overlay of a skylb
 // watching teamNamespaces (manifests/namespaced) and asks the API server what
 // skylb's ServiceAccount may do: in those namespaces what it does in any, and

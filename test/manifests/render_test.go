@@ -225,7 +225,8 @@ func secretMount(t *testing.T, pod corev1.PodSpec, c corev1.Container, secretNam
 	return ""
 }
 
-// configMapMount returns the ConfigMap of the volume mounted at path in c.
+// configMapMount returns the ConfigMap of the volume mounted at path in c (of
+// a projected volume, its first ConfigMap that is not optional).
 func configMapMount(t *testing.T, pod corev1.PodSpec, c corev1.Container, path string) string {
 	t.Helper()
 	for _, m := range c.VolumeMounts {
@@ -233,8 +234,20 @@ func configMapMount(t *testing.T, pod corev1.PodSpec, c corev1.Container, path s
 			continue
 		}
 		for _, v := range pod.Volumes {
-			if v.Name == m.Name && v.ConfigMap != nil {
+			if v.Name != m.Name {
+				continue
+			}
+			if v.ConfigMap != nil {
 				return v.ConfigMap.Name
+			}
+			// A projected volume: its first ConfigMap, the one it
+			// cannot do without.
+			if v.Projected != nil {
+				for _, src := range v.Projected.Sources {
+					if src.ConfigMap != nil && (src.ConfigMap.Optional == nil || !*src.ConfigMap.Optional) {
+						return src.ConfigMap.Name
+					}
+				}
 			}
 		}
 	}

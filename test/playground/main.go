@@ -81,12 +81,15 @@ var skylbArgs = []string{
 	// The nodes' addresses get PTR records (CoreDNS serves the zone too).
 	"--reverse-zone=" + reverseZone,
 	// The view internal: its clients (insideClient) get the pods' addresses.
+	// skylb writes its CoreDNS block into the ConfigMap coredns-views.
 	"--view=internal=pods",
+	"--view-network=internal=" + insideClient + "/32",
+	stack.ViewsFlag,
 }
 
-// insideClient is the client network of the view internal in CoreDNS's
-// internal.view: queries sent from 127.0.0.2 are answered from the view's
-// records, those from any other address from the default ones.
+// insideClient is the client network of the view internal: queries sent
+// from 127.0.0.2 are answered from the view's records, those from any other
+// address from the default ones.
 const insideClient = "127.0.0.2"
 
 // reverseZone is the reverse zone of the nodes' addresses.
@@ -186,12 +189,12 @@ func up(ctx context.Context, root, dir string, buildFlags []string) (err error) 
 		return lerr
 	}
 
-	corefile, err := stack.ViewCorefile(root, filepath.Join(dir, "coredns"), map[string]string{"internal": insideClient + "/32"})
+	corefile, err := stack.CorefileWith(root, filepath.Join(dir, "coredns"), nil)
 	if err != nil {
 		return err
 	}
 	opts := stack.Options{Root: root, Dir: dir, Zone: zone, ReverseZones: []string{reverseZone}, Detach: true, Ports: Ports, CacheTTL: 1, Log: os.Stdout,
-		SkylbBuildFlags: buildFlags, Corefile: corefile, Views: []string{"internal"}}
+		SkylbBuildFlags: buildFlags, Corefile: corefile}
 	s, err := stack.Start(ctx, opts)
 	if err != nil {
 		return err
@@ -219,6 +222,9 @@ func up(ctx context.Context, root, dir string, buildFlags []string) (err error) 
 	if _, err := s.StartProcess("kubelet", self, "kubelet", "--dir", dir, "--nodes", strings.Join(names, ",")); err != nil {
 		return err
 	}
+	if err := s.CreateViewsConfigMap(ctx); err != nil {
+		return err
+	}
 	skylb, err := s.StartSkylb(ctx, skylbArgs...)
 	if err != nil {
 		return err
@@ -226,6 +232,9 @@ func up(ctx context.Context, root, dir string, buildFlags []string) (err error) 
 	readyCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	if err := s.WaitSkylbReady(readyCtx, skylb); err != nil {
+		return err
+	}
+	if err := viewBlocks(readyCtx, s, filepath.Dir(corefile)); err != nil {
 		return err
 	}
 	if err := createDemo(ctx, s); err != nil {
@@ -365,6 +374,21 @@ func waitAnswers(ctx context.Context, s *stack.Stack) error {
 	return nil
 }
 
+// viewBlocks puts the views' blocks skylb wrote into the ConfigMap beside
+// CoreDNS's Corefile in dir, as the kubelet does for CoreDNS's pods: a new
+// file renamed into place. The reloader beside CoreDNS then reloads it.
+func viewBlocks(ctx context.Context, s *stack.Stack, dir string) error {
+	blocks, err := s.ViewBlocks(ctx, func(b string) bool { return strings.Contains(b, "view internal {") })
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, stack.ViewsKey)
+	if err := os.WriteFile(path+".new", []byte(blocks), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(path+".new", path)
+}
+
 func reverse(s []string) []string {
 	slices.Reverse(s)
 	return s
@@ -446,8 +470,9 @@ func printInstructions(root string, s *stack.Stack) {
 	cmd("Ingress demo/shop (no status of its own: --ingress-service=demo/web)", dig+" shop.example.org +short")
 	cmd("the zone's nameserver (--nameserver=ns1=127.0.0.1) and its address", dig+" example.org NS +short; "+dig+" ns1.ns.dns.example.org +short")
 	cmd("a node's address, back to a name that publishes it: the oldest object's (--reverse-zone="+reverseZone+")", dig+" -x 192.0.2.11 +short")
-	cmd("the same Service asked from "+insideClient+", a client of the view internal ("+rel(root, filepath.Join(s.Dir, "coredns", "internal.view"))+", --view=internal=pods): its pods' addresses",
+	cmd("the same Service asked from "+insideClient+", a client of the view internal (--view=internal=pods --view-network=internal="+insideClient+"/32; its block, which skylb wrote into the ConfigMap "+stack.ViewsNamespace+"/"+stack.ViewsConfigMap+": "+rel(root, filepath.Join(s.Dir, "coredns", stack.ViewsKey))+"): its pods' addresses",
 		dig+" -b "+insideClient+" web.demo.example.org +short")
+	cmd("and Ingress demo/shop from there: the pods of its ingress controller's Service (demo/web), as that Service answers in the view", dig+" -b "+insideClient+" shop.example.org +short")
 	section("Kubernetes: API server " + s.APIServerURL)
 	if kubectlHint != "" {
 		cmd("", kubectlHint)

@@ -116,17 +116,36 @@ func (s *Stack) component(name string) (componentSpec, error) {
 		spec.args = append(spec.args, "-pidfile", s.CoreDNSPIDFile())
 		return spec, nil
 	case "coredns-reloader":
-		// As in CoreDNS's pod: CoreDNS's client certificate, every member.
-		return componentSpec{path: s.SkylbBinary(), args: []string{"coredns-reloader",
-			"--pid-file=" + s.CoreDNSPIDFile(),
-			"--etcd-endpoints=" + strings.Join(s.EtcdURLs, ","),
-			"--etcd-ca-file=" + filepath.Join(s.Certs, "ca.crt"),
-			"--etcd-cert-file=" + filepath.Join(s.Certs, "coredns.crt"),
-			"--etcd-key-file=" + filepath.Join(s.Certs, "coredns.key"),
-		}}, nil
+		// As in CoreDNS's pod, it watches the views' blocks beside the
+		// Corefile.
+		return componentSpec{path: s.SkylbBinary(), args: s.reloaderArgs(s.CoreDNSPIDFile(),
+			"--watch="+filepath.Join(filepath.Dir(s.Corefile), "*.view"))}, nil
 	}
 	return componentSpec{}, fmt.Errorf("stack: unknown component %q", name)
 }
+
+// reloaderArgs are the arguments of skylb coredns-reloader beside the
+// CoreDNS whose pid file is pidFile: as in CoreDNS's pod, CoreDNS's client
+// certificate and every member.
+func (s *Stack) reloaderArgs(pidFile string, extra ...string) []string {
+	return append([]string{"coredns-reloader",
+		"--pid-file=" + pidFile,
+		"--etcd-endpoints=" + strings.Join(s.EtcdURLs, ","),
+		"--etcd-ca-file=" + filepath.Join(s.Certs, "ca.crt"),
+		"--etcd-cert-file=" + filepath.Join(s.Certs, "coredns.crt"),
+		"--etcd-key-file=" + filepath.Join(s.Certs, "coredns.key"),
+	}, extra...)
+}
+
+// StartReloader runs skylb coredns-reloader as the named process beside the
+// CoreDNS StartCoreDNS started as coredns, with the extra flags (such as
+// --watch). Stop stops it with the rest of the stack.
+func (s *Stack) StartReloader(name, coredns string, extra ...string) (*Proc, error) {
+	return s.StartProcess(name, s.SkylbBinary(), s.reloaderArgs(s.pidFile(coredns), extra...)...)
+}
+
+// pidFile is where a CoreDNS started by StartCoreDNS writes its pid.
+func (s *Stack) pidFile(name string) string { return filepath.Join(s.Dir, name+".pid") }
 
 // CoreDNSPIDFile is where the stack's CoreDNS writes its pid (-pidfile), for
 // skylb coredns-reloader.
@@ -201,6 +220,7 @@ func (s *Stack) StartCoreDNS(ctx context.Context, name, corefile string, cacheTT
 		taken[port], ports[i] = true, port
 	}
 	spec := s.corednsSpec(corefile, cacheTTL, ports[0], ports[1], ports[2], ports[3])
+	spec.args = append(spec.args, "-pidfile", s.pidFile(name))
 	p := s.newProc(name, spec.path, spec.args, spec.env)
 	readyURL := fmt.Sprintf("http://127.0.0.1:%d/ready", ports[2])
 	p.ready = func(ctx context.Context) error {

@@ -99,9 +99,6 @@ type Options struct {
 	// EtcdFlags are extra flags for every member of the DNS etcd, after those
 	// of etcd/etcd.flags (later flags win), e.g. --quota-backend-bytes.
 	EtcdFlags []string
-	// Views are the names of skylb's views (--view NAME=...): the RBAC
-	// bootstrap grants skylb and CoreDNS their prefixes (SKYLB_VIEWS).
-	Views []string
 	// EtcdBinary is the DNS etcd's server. Default <BinDir>/etcd, the
 	// version etcd/kustomization.yaml pins; scripts/build-bins.sh also builds
 	// the other supported versions as <BinDir>/etcd-VERSION.
@@ -386,7 +383,6 @@ func (s *Stack) startDNS(ctx context.Context) error {
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(s.Root, "etcd", "rbac-bootstrap.sh"))
 	cmd.Env = append(os.Environ(),
 		"SKYLB_ETCDCTL="+s.bin("etcdctl"),
-		"SKYLB_VIEWS="+strings.Join(s.Views, ","),
 		"ETCDCTL_ENDPOINTS="+strings.Join(s.EtcdURLs, ","),
 		"ETCDCTL_CACERT="+filepath.Join(s.Certs, "ca.crt"),
 		"ETCDCTL_CERT="+filepath.Join(s.Certs, "root.crt"),

@@ -1,0 +1,160 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/skylb/skylb/internal/corefile"
+	"github.com/skylb/skylb/internal/kubeclient"
+	"github.com/skylb/skylb/internal/source"
+)
+
+// ViewBlocks has skylb keep the CoreDNS server blocks of its views in a
+// ConfigMap that CoreDNS imports (coredns/README.md, "Views"), so that a view
+// is declared once, by skylb's flags.
+type ViewBlocks struct {
+	// Namespace and Name are the ConfigMap's; it is shipped with CoreDNS,
+	// and skylb only updates it.
+	Namespace, Name string
+	// Networks are the client networks of each view, by view name. A view
+	// of a topology zone without any answers the networks of the zone's
+	// nodes (corefile.ZoneNetworks).
+	Networks map[string][]netip.Prefix
+}
+
+// ViewBlocksKey is the ConfigMap's key that holds the blocks: a file
+// CoreDNS's "import *.view" takes.
+const ViewBlocksKey = "skylb.view"
+
+// viewBlocksCheck is how often the ConfigMap is read again, besides after a
+// change of the nodes: to put back what someone else changed.
+const viewBlocksCheck = time.Minute
+
+// viewBlocksRetry is how soon a write that failed is tried again.
+const viewBlocksRetry = 5 * time.Second
+
+// blockKeeper writes the views' blocks into the ConfigMap of ViewBlocks.
+type blockKeeper struct {
+	cfg     ViewBlocks
+	prefix  string
+	views   []source.View
+	kube    kubeclient.Interface
+	nodes   func() []*corev1.Node
+	changed chan struct{}
+	log     logrus.FieldLogger
+	written string // the blocks last written or found, to log a change once
+	failed  string // the last failure logged, so that it is logged once
+}
+
+func newBlockKeeper(cfg Config, kube kubeclient.Interface) *blockKeeper {
+	if cfg.ViewBlocks == nil {
+		return nil
+	}
+	return &blockKeeper{
+		cfg: *cfg.ViewBlocks, prefix: cfg.Prefix, views: cfg.Source.Views, kube: kube,
+		changed: make(chan struct{}, 1),
+		log:     cfg.Log.WithField("component", "view-blocks"),
+	}
+}
+
+// nodesChanged tells the keeper that the nodes changed: a zone's networks
+// may have. It never blocks.
+func (k *blockKeeper) nodesChanged() {
+	select {
+	case k.changed <- struct{}{}:
+	default:
+	}
+}
+
+// render returns the blocks the views have now.
+func (k *blockKeeper) render() string {
+	views := make([]corefile.View, len(k.views))
+	for i, v := range k.views {
+		views[i] = corefile.View{Name: v.Name}
+		if n, ok := k.cfg.Networks[v.Name]; ok {
+			views[i].Networks = n
+		} else if v.Zone != "" {
+			views[i].Networks, views[i].Zone = corefile.ZoneNetworks(k.nodes(), v.Zone), v.Zone
+		}
+	}
+	return corefile.Blocks(k.prefix, views)
+}
+
+// run keeps the ConfigMap's blocks current until ctx ends: at once, after
+// each change of the nodes, and every viewBlocksCheck. The caller runs it
+// once the caches have synced, and only where skylb writes (the leader).
+func (k *blockKeeper) run(ctx context.Context) {
+	t := time.NewTicker(viewBlocksCheck)
+	defer t.Stop()
+	check := true
+	for {
+		var retry <-chan time.Time
+		switch err := k.sync(ctx, check); {
+		case err == nil:
+			k.failed = ""
+		case ctx.Err() != nil:
+			return
+		default:
+			// A conflict with another writer, or the API server away:
+			// soon again, not a minute later.
+			retry = time.After(viewBlocksRetry)
+			if err.Error() != k.failed {
+				k.failed = err.Error()
+				k.log.WithError(err).Warnf("the views' CoreDNS blocks could not be written to ConfigMap %s/%s", k.cfg.Namespace, k.cfg.Name)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-k.changed:
+			// Nodes change often (their status): only a change of the
+			// blocks costs a request.
+			check = false
+		case <-t.C:
+			check = true
+		case <-retry:
+			check = true
+		}
+	}
+}
+
+// sync writes the blocks into the ConfigMap unless it holds them already;
+// unless check, blocks the same as those last written or found are taken to
+// be there still, and the ConfigMap is not read.
+func (k *blockKeeper) sync(ctx context.Context, check bool) error {
+	want := k.render()
+	if !check && want == k.written {
+		return nil
+	}
+	var cm corev1.ConfigMap
+	if err := k.kube.Get(ctx, kubeclient.ConfigMaps, k.cfg.Namespace, k.cfg.Name, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			err = errNoViewConfigMap
+		}
+		return err
+	}
+	if cm.Data[ViewBlocksKey] == want {
+		k.written = want
+		return nil
+	}
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[ViewBlocksKey] = want
+	if err := k.kube.Update(ctx, kubeclient.ConfigMaps, k.cfg.Namespace, k.cfg.Name, &cm); err != nil {
+		return err
+	}
+	if want != k.written {
+		k.log.Infof("wrote the views' CoreDNS blocks to ConfigMap %s/%s, key %s", k.cfg.Namespace, k.cfg.Name, ViewBlocksKey)
+	}
+	k.written = want
+	return nil
+}
+
+var errNoViewConfigMap = errors.New("no such ConfigMap: it is shipped with CoreDNS (coredns/deploy/views.yaml)")
