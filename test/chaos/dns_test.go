@@ -36,7 +36,8 @@ type dnsProbe struct {
 	cancel func()
 	done   chan struct{}
 
-	served0 float64 // coredns_cache_served_stale_total at the start
+	served0  float64 // coredns_cache_served_stale_total at the start
+	reloads0 int     // CoreDNS's completed reloads at the start
 
 	mu       sync.Mutex
 	asked    int
@@ -47,10 +48,17 @@ type dnsProbe struct {
 	readies  int
 }
 
-// startDNSProbe waits until CoreDNS answers each of names as the Services
-// in the API server say, then starts asking.
+// startDNSProbe waits until no CoreDNS reload is on its way and CoreDNS
+// answers each of names as the Services in the API server say, then starts
+// asking.
 func startDNSProbe(ctx context.Context, t *faultT, names []string) *dnsProbe {
 	t.Helper()
+	// A reload empties CoreDNS's cache: one that the fault before this one
+	// owed, completed after the names below are checked, would leave the
+	// fault nothing to serve them from.
+	if err := reloadsSettled(30 * time.Second); err != nil {
+		t.Fatalf("before the fault: %v", err)
+	}
 	d, err := desired(ctx)
 	if err != nil {
 		t.Fatalf("%v", err)
@@ -75,6 +83,7 @@ func startDNSProbe(ctx context.Context, t *faultT, names []string) *dnsProbe {
 		}
 	}
 	p.served0 = servedStale()
+	p.reloads0 = reloadsDone()
 	ctx, p.cancel = context.WithCancel(ctx)
 	go p.run(ctx)
 	return p
@@ -114,6 +123,54 @@ func (p *dnsProbe) run(ctx context.Context) {
 	}
 }
 
+// reloaderState reads the reloader's log: how many reloads it asked of
+// CoreDNS, and whether etcd has answered it since the last outage it logged.
+func reloaderState() (asked int, answering bool) {
+	answering = true
+	for _, l := range logSince("coredns-reloader", 0) {
+		switch {
+		case strings.Contains(l, "CoreDNS reloads"):
+			// It reloads only once etcd answers.
+			asked++
+			answering = true
+		case strings.Contains(l, "etcd does not answer"):
+			answering = false
+		case strings.Contains(l, "etcd answers again"):
+			answering = true
+		}
+	}
+	return asked, answering
+}
+
+// reloadsDone counts the reloads CoreDNS logged as complete.
+func reloadsDone() int {
+	n := 0
+	for _, l := range logSince("coredns", 0) {
+		if strings.Contains(l, "Reloading complete") {
+			n++
+		}
+	}
+	return n
+}
+
+// reloadsSettled waits, at most limit, until the reloader has seen etcd
+// answer since its last outage and CoreDNS has completed every reload the
+// reloader asked for.
+func reloadsSettled(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		asked, answering := reloaderState()
+		done := reloadsDone()
+		if answering && done >= asked {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s, the reloader sees etcd answer: %v; CoreDNS completed %d of the %d reloads it was asked", limit, answering, done, asked)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // servedStale returns CoreDNS's count of answers served stale
 // (coredns_cache_served_stale_total, over its labels).
 func servedStale() float64 {
@@ -149,8 +206,10 @@ func (p *dnsProbe) checkReady(ctx context.Context) {
 }
 
 // stop ends the probe and notes what it saw in the fault's row; it fails
-// the fault if fewer than 99% of the answers were right or CoreDNS stopped
-// being Ready. The target, 99.9% and none slower than 50 ms, is read from
+// the fault if fewer than 99% of the answers were right, CoreDNS stopped
+// being Ready, or CoreDNS reloaded meanwhile: the reloader never reloads
+// while etcd does not answer, and a reload empties the cache the fault is
+// about. The target, 99.9% and none slower than 50 ms, is read from
 // the row.
 func (p *dnsProbe) stop(t *faultT) {
 	p.cancel()
@@ -169,5 +228,8 @@ func (p *dnsProbe) stop(t *faultT) {
 	}
 	if p.notReady > 0 {
 		t.Errorf("CoreDNS was not Ready %d of %d times during the fault", p.notReady, p.readies)
+	}
+	if n := reloadsDone() - p.reloads0; n > 0 {
+		t.Errorf("CoreDNS reloaded %d times during the fault", n)
 	}
 }

@@ -385,7 +385,7 @@ func etcdDown(t *faultT) {
 		t.Fatalf("%v", err)
 	}
 	logOffset := logSize("skylb")
-	reloaderOffset := logSize("coredns-reloader")
+	reloads0, _ := reloaderState()
 	// A name published, and never asked of CoreDNS: its cache has nothing
 	// to serve for it while etcd is away.
 	unasked := dnsName("unasked")
@@ -463,14 +463,10 @@ func etcdDown(t *faultT) {
 	}
 	// CoreDNS's own client would reconnect after gRPC's backoff; the
 	// reloader beside it has it reconnect at once.
-	var reloads []string
-	for _, l := range logSince("coredns-reloader", reloaderOffset) {
-		if strings.Contains(l, "CoreDNS reloads") {
-			reloads = append(reloads, l)
-		}
-	}
-	t.Notef("coredns-reloader reloaded CoreDNS %d times", len(reloads))
-	if len(reloads) == 0 {
+	reloads, _ := reloaderState()
+	reloads -= reloads0
+	t.Notef("coredns-reloader reloaded CoreDNS %d times", reloads)
+	if reloads == 0 {
 		t.Errorf("coredns-reloader did not reload CoreDNS after the outage")
 	}
 	if limit := time.Duration(st.CacheTTL)*time.Second + 2*time.Second; t.row.dns > limit {

@@ -130,7 +130,8 @@ func rssBytes(pid int) (int64, error) {
 	return 0, errors.New("no VmRSS")
 }
 
-// logSize returns the size of skylb's log, to count what it logs from then on.
+// logSize returns the size of the named process's log, to count what it logs
+// from then on.
 func logSize(name string) int64 {
 	fi, err := os.Stat(st.Proc(name).LogFile())
 	if err != nil {
