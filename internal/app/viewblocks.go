@@ -72,8 +72,13 @@ func (k *blockKeeper) nodesChanged() {
 	}
 }
 
-// render returns the blocks the views have now.
+// render returns the blocks the views have now; nothing without views, so
+// that a ConfigMap never given a view keeps no file of skylb's (and CoreDNS is
+// not reloaded for one).
 func (k *blockKeeper) render() string {
+	if len(k.views) == 0 {
+		return ""
+	}
 	views := make([]corefile.View, len(k.views))
 	for i, v := range k.views {
 		views[i] = corefile.View{Name: v.Name}
@@ -124,7 +129,8 @@ func (k *blockKeeper) run(ctx context.Context) {
 	}
 }
 
-// sync writes the blocks into the ConfigMap unless it holds them already;
+// sync writes the blocks into the ConfigMap unless it holds them already,
+// or, without views, removes skylb's file if the views were taken away;
 // unless check, blocks the same as those last written or found are taken to
 // be there still, and the ConfigMap is not read.
 func (k *blockKeeper) sync(ctx context.Context, check bool) error {
@@ -143,10 +149,14 @@ func (k *blockKeeper) sync(ctx context.Context, check bool) error {
 		k.written = want
 		return nil
 	}
-	if cm.Data == nil {
-		cm.Data = map[string]string{}
+	if want == "" {
+		delete(cm.Data, ViewBlocksKey)
+	} else {
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[ViewBlocksKey] = want
 	}
-	cm.Data[ViewBlocksKey] = want
 	if err := k.kube.Update(ctx, kubeclient.ConfigMaps, k.cfg.Namespace, k.cfg.Name, &cm); err != nil {
 		return err
 	}

@@ -83,4 +83,24 @@ func TestBlockKeeper(t *testing.T) {
 	if got := data()[ViewBlocksKey]; !strings.Contains(got, "incidr(client_ip(), '10.244.1.0/24') || incidr(client_ip(), '10.244.2.0/24')") {
 		t.Errorf("after n2 joined zone a:\n%s", got)
 	}
+
+	// The views taken away: skylb's file goes, the operator's stays.
+	k.views = nil
+	if err := k.sync(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := data(); len(got) != 1 || got["lab.view"] != "# the operator's" {
+		t.Errorf("without views: %v, want the operator's file alone", got)
+	}
+	// Without views from the start, the ConfigMap is read and left alone:
+	// CoreDNS has nothing to reload for.
+	kube.ClearActions()
+	if err := k.sync(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range kube.Actions() {
+		if a.GetVerb() != "get" {
+			t.Errorf("no views: %s, want only a read", a.GetVerb())
+		}
+	}
 }
