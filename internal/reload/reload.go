@@ -189,7 +189,7 @@ type watch struct {
 	down  time.Time // when etcd stopped answering; zero while it answers
 	stamp string    // the files' stamp last seen
 	files string    // the stamp of the watched files (Config.Watch) last seen
-	owed  string    // why a reload is owed, until etcd answers and it is done
+	owed  []string  // why a reload is owed, until etcd answers and it is done
 }
 
 // observe notes one read of etcd at now (up: it answered) with the files'
@@ -213,8 +213,8 @@ func (w *watch) observe(now time.Time, up bool, stamp string) string {
 		}
 		w.down = time.Time{}
 	}
-	reason := w.owed
-	w.owed = ""
+	reason := strings.Join(w.owed, "; ")
+	w.owed = nil
 	return reason
 }
 
@@ -253,10 +253,7 @@ func contentStamp(patterns []string) (string, error) {
 // until it is done, and its log names them all: the kubelet often updates a
 // pod's Secret and ConfigMap files in the same sync.
 func (w *watch) owe(reason string) {
-	switch {
-	case w.owed == "":
-		w.owed = reason
-	case !slices.Contains(strings.Split(w.owed, "; "), reason):
-		w.owed += "; " + reason
+	if !slices.Contains(w.owed, reason) {
+		w.owed = append(w.owed, reason)
 	}
 }
