@@ -150,6 +150,44 @@ func (o *options) viewBlocks(views []source.View) (*app.ViewBlocks, error) {
 	return &app.ViewBlocks{Namespace: ns, Name: name, Networks: networks}, nil
 }
 
+// viewsConfig returns the views of --view and of --view-zone; a view that
+// --view-zone alone declares takes mode, the --address-source.
+func (o *options) viewsConfig(mode source.Mode) ([]source.View, error) {
+	var views []source.View
+	for _, s := range o.views {
+		v, err := source.ParseView(s)
+		if err != nil {
+			return nil, fmt.Errorf("--view: %w", err)
+		}
+		if slices.ContainsFunc(views, func(w source.View) bool { return w.Name == v.Name }) {
+			return nil, fmt.Errorf("--view: view %q is given twice", v.Name)
+		}
+		views = append(views, v)
+	}
+	for _, s := range o.viewZones {
+		name, zone, ok := strings.Cut(s, "=")
+		name = strings.TrimSpace(name)
+		if !ok || strings.TrimSpace(zone) == "" {
+			return nil, fmt.Errorf("--view-zone: %q: want VIEW=ZONE, e.g. zone-a=europe-west1-b", s)
+		}
+		i := slices.IndexFunc(views, func(v source.View) bool { return v.Name == name })
+		if i < 0 {
+			// A zone's view answers as the default view does, but for the
+			// zone's addresses: declared here, it takes --address-source.
+			v, err := source.ParseView(name + "=" + string(mode))
+			if err != nil {
+				return nil, fmt.Errorf("--view-zone: %w", err)
+			}
+			views, i = append(views, v), len(views)
+		}
+		if views[i].Zone != "" {
+			return nil, fmt.Errorf("--view-zone: view %s is given a zone twice", views[i].Name)
+		}
+		views[i].Zone = strings.TrimSpace(zone)
+	}
+	return views, nil
+}
+
 // zonesServed returns the zones of --zone and --reverse-zone, once checked
 // with --owner-id and --etcd-prefix, which place their records.
 func (o *options) zonesServed() (dnsname.Zones, []dnsname.ReverseZone, error) {
@@ -311,37 +349,8 @@ func (o *options) sourceConfig(zones dnsname.Zones) (source.Config, error) {
 	if cfg.AddressSource, err = source.ParseMode(o.addressSource); err != nil {
 		return cfg, fmt.Errorf("--address-source: %w", err)
 	}
-	for _, s := range o.views {
-		v, err := source.ParseView(s)
-		if err != nil {
-			return cfg, fmt.Errorf("--view: %w", err)
-		}
-		if slices.ContainsFunc(cfg.Views, func(w source.View) bool { return w.Name == v.Name }) {
-			return cfg, fmt.Errorf("--view: view %q is given twice", v.Name)
-		}
-		cfg.Views = append(cfg.Views, v)
-	}
-	for _, s := range o.viewZones {
-		name, zone, ok := strings.Cut(s, "=")
-		name = strings.TrimSpace(name)
-		if !ok || strings.TrimSpace(zone) == "" {
-			return cfg, fmt.Errorf("--view-zone: %q: want VIEW=ZONE, e.g. zone-a=europe-west1-b", s)
-		}
-		i := slices.IndexFunc(cfg.Views, func(v source.View) bool { return v.Name == name })
-		if i < 0 {
-			// A zone's view answers as the default view does, but for the
-			// zone's addresses: declared here, it takes --address-source.
-			v, err := source.ParseView(name + "=" + string(cfg.AddressSource))
-			if err != nil {
-				return cfg, fmt.Errorf("--view-zone: %w", err)
-			}
-			cfg.Views, i = append(cfg.Views, v), len(cfg.Views)
-		}
-		switch {
-		case cfg.Views[i].Zone != "":
-			return cfg, fmt.Errorf("--view-zone: view %s is given a zone twice", cfg.Views[i].Name)
-		}
-		cfg.Views[i].Zone = strings.TrimSpace(zone)
+	if cfg.Views, err = o.viewsConfig(cfg.AddressSource); err != nil {
+		return cfg, err
 	}
 	for _, t := range o.nodeAddrTypes {
 		switch at := corev1.NodeAddressType(t); at {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -34,20 +33,15 @@ func records(o *options, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "skylb:", withEnv(fmt.Errorf("--output: %q is none of table, json and yaml", o.output), o.fromEnv))
 		return 2
 	}
-	var views []string
-	for _, s := range o.views {
-		v, err := source.ParseView(s)
-		if err != nil {
-			fmt.Fprintln(stderr, "skylb:", withEnv(fmt.Errorf("--view: %w", err), o.fromEnv))
-			return 2
-		}
-		views = append(views, v.Name)
+	// Only their names count here: the address source is skylb run's.
+	declared, err := o.viewsConfig(source.ModeAuto)
+	if err != nil {
+		fmt.Fprintln(stderr, "skylb:", withEnv(err, o.fromEnv))
+		return 2
 	}
-	// --view-zone declares the views --view does not.
-	for _, s := range o.viewZones {
-		if name, _, ok := strings.Cut(s, "="); ok && !slices.Contains(views, strings.TrimSpace(name)) {
-			views = append(views, strings.TrimSpace(name))
-		}
+	var views []string
+	for _, v := range declared {
+		views = append(views, v.Name)
 	}
 	log, err := newLogger("warn", "text")
 	if err != nil {

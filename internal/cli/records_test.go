@@ -156,4 +156,17 @@ web.example.org internal A 10.244.1.5 30 east holds never |`)
 	if code := Run([]string{"records", "--view=Bad=pods"}, &out, &errs, settings); code != 2 {
 		t.Errorf("skylb records --view=Bad=pods = %d, want 2", code)
 	}
+	// --view-zone alone declares its view, as for skylb run.
+	out.Reset()
+	zoned := env(map[string]string{
+		"SKYLB_ETCD_ENDPOINTS": srv.Endpoint, "SKYLB_ETCD_CA_FILE": srv.Client.CAFile,
+		"SKYLB_ETCD_CERT_FILE": srv.Client.CertFile, "SKYLB_ETCD_KEY_FILE": srv.Client.KeyFile,
+		"SKYLB_OWNER_ID": "east", "SKYLB_VIEW_ZONE": "internal=zone-a",
+	})
+	if code := Run([]string{"records"}, &out, &errs, zoned); code != 0 {
+		t.Fatalf("skylb records with SKYLB_VIEW_ZONE = %d, stderr:\n%s", code, errs.String())
+	}
+	if diff := cmp.Diff(want, strings.Fields(strings.ReplaceAll(out.String(), "\n", " | "))); diff != "" {
+		t.Errorf("skylb records with a zone's view mismatch (-want +got):\n%s", diff)
+	}
 }
