@@ -149,7 +149,7 @@ func (s *Stack) pidFile(name string) string { return filepath.Join(s.Dir, name+"
 
 // CoreDNSPIDFile is where the stack's CoreDNS writes its pid (-pidfile), for
 // skylb coredns-reloader.
-func (s *Stack) CoreDNSPIDFile() string { return filepath.Join(s.Dir, "coredns.pid") }
+func (s *Stack) CoreDNSPIDFile() string { return s.pidFile("coredns") }
 
 // corednsSpec is the command line of a CoreDNS serving the zone from the DNS
 // etcd with corefile, on the given loopback ports.
