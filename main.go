@@ -10,5 +10,5 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Run(os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv))
+	os.Exit(cli.Run(os.Args[1:], os.Stdout, os.Stderr, os.Environ()))
 }

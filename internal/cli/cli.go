@@ -20,11 +20,13 @@ import (
 	"github.com/skylb/skylb/internal/kubeclient"
 )
 
-// Run runs skylb's command line and returns its exit code: 0 on success, 1
-// when the command failed, 2 for a command line or a setting it refuses.
-// Without a command, or when the first argument is a flag, the command is
-// run.
-func Run(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
+// Run runs skylb's command line, in the environment environ (os.Environ's
+// KEY=VALUE strings), and returns its exit code: 0 on success, 1 when the
+// command failed, 2 for a command line or a setting it refuses. Without a
+// command, or when the first argument is a flag, the command is run. A
+// SKYLB_ variable that is no setting is reported on stderr (and refused by
+// skylb check).
+func Run(args []string, stdout, stderr io.Writer, environ []string) int {
 	name := "run"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, args = args[0], args[1:]
@@ -36,7 +38,8 @@ func Run(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string
 	if !ok {
 		return usageError(stderr, "", fmt.Errorf("unknown command %q", name))
 	}
-	o, err := c.parse(args, lookupEnv)
+	env := environment(environ)
+	o, err := c.parse(args, env)
 	switch {
 	case isHelp(err):
 		c.usage(stdout)
@@ -44,10 +47,19 @@ func Run(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string
 	case err != nil:
 		return usageError(stderr, c.name, err)
 	}
+	if unknown := unknownSettings(env); len(unknown) > 0 && c.name != "version" {
+		for _, line := range unknown {
+			fmt.Fprintln(stderr, "skylb:", line)
+		}
+		if c.name == "check" {
+			return 2
+		}
+	}
 	return c.run(o, stdout, stderr)
 }
 
-// etcdFilesFix tells what to do about a missing etcd client file.
+// etcdFilesFix tells what to do about a missing etcd client file, for the
+// commands that wait for it (skylb run, skylb coredns-reloader).
 const etcdFilesFix = "skylb starts once it is there; mount the Secret holding the etcd client certificate (ca.crt, tls.crt, tls.key), or correct --etcd-ca-file, --etcd-cert-file and --etcd-key-file"
 
 // serve runs "skylb run": it builds the clients and runs the controller until
@@ -78,13 +90,12 @@ func serve(o *options, stdout, stderr io.Writer) int {
 	}
 	etcdCfg := o.etcd
 	etcdCfg.Log = log
-	tlsFiles := func() error { _, err := etcdCfg.TLS(); return err }
-	if err := app.WaitForFiles(ctx, cfg, tlsFiles, etcdFilesFix); err != nil {
+	if err := app.WaitForFiles(ctx, cfg, o.etcdFiles, etcdFilesFix); err != nil {
 		if ctx.Err() != nil {
 			log.Info("skylb stopped")
 			return 0
 		}
-		fmt.Fprintln(stderr, "skylb: --etcd-endpoints/--etcd-*-file:", err)
+		fmt.Fprintln(stderr, "skylb:", withEnv(err, o.fromEnv))
 		return 2
 	}
 	etcd, err := etcdclient.New(etcdCfg)

@@ -164,7 +164,7 @@ func TestConfigWaitsOnlyForMissingFiles(t *testing.T) {
 func runConfig(t *testing.T, args []string, environ map[string]string, wantErr string) (o *options, cfg app.Config, ok bool) {
 	t.Helper()
 	run, _ := lookup("run")
-	o, err := run.parse(append([]string{"--zone=example.org", "--etcd-endpoints=http://127.0.0.1:2379"}, args...), env(environ))
+	o, err := run.parse(append([]string{"--zone=example.org", "--etcd-endpoints=http://127.0.0.1:2379"}, args...), environ)
 	if err != nil {
 		t.Fatalf("parse() error = %v", err)
 	}
@@ -324,7 +324,7 @@ func TestViewBlocksConfig(t *testing.T) {
 	}
 	env := map[string]string{"SKYLB_VIEW": "internal=pods,lab=pods", "SKYLB_VIEW_NETWORK": "internal=10.0.0.0/8,192.168.0.0/16,lab=127.0.0.2/32",
 		"SKYLB_COREDNS_VIEWS": "skylb-coredns/coredns-views"}
-	if _, err := settingsFromEnv(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+	if _, err := settingsFromEnv(fs, env); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err = eo.config()
@@ -343,7 +343,7 @@ func TestReverseZonesAndExternalNamesFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"SKYLB_REVERSE_ZONE": "192.0.2.0/24, 2001:db8::/32", "SKYLB_EXTERNAL_NAME_SERVICES": "none"}
-	if _, err := settingsFromEnv(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+	if _, err := settingsFromEnv(fs, env); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := o.config()

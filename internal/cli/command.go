@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -29,6 +30,9 @@ func commands() []command {
 		{name: "run", summary: "publish Services, Ingresses and Gateway API routes in etcd (the default)",
 			about:    "Publishes LoadBalancer Services, Ingresses and Gateway API routes as SkyDNS records in etcd,\nfor CoreDNS's etcd plugin to serve, until it is stopped (or once, with --once).",
 			allFlags: true, run: serve},
+		{name: "check", summary: "check the settings of skylb run, from its flags and SKYLB_<FLAG> variables, and exit",
+			about:    "Checks the settings skylb run would start with, from its flags and the SKYLB_<FLAG>\nvariables, as skylb run does, without connecting to anything, and prints those\nthat differ from their defaults with where each came from. It exits 0 when skylb run\nwould start, and 2 with a line naming the setting when not, or when a SKYLB_\nvariable is no setting.",
+			allFlags: true, run: check},
 		{name: "records", summary: "list the records and claims in etcd by name and owner",
 			about: "Lists the records and claims in etcd by name and owner, as a table, JSON or YAML.\nIt only reads.",
 			flags: recordsFlags, own: outputFlag, run: records},
@@ -73,27 +77,28 @@ func (c command) flagSet(o *options) *pflag.FlagSet {
 // parse reads the command's options from args, then from the environment
 // (lookup) for the flags args leave unset. It returns pflag.ErrHelp for
 // --help and -h.
-func (c command) parse(args []string, lookup func(string) (string, bool)) (*options, error) {
-	o := &options{}
+func (c command) parse(args []string, env map[string]string) (*options, error) {
+	o := &options{env: env}
 	fs := c.flagSet(o)
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		return nil, parseError(err, fs)
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	set, err := settingsFromEnv(fs, lookup)
+	set, err := settingsFromEnv(fs, env)
 	if err != nil {
 		return nil, err
 	}
 	o.fromEnv = set
+	o.flags = fs
 	return o, nil
 }
 
 // usage prints the command's help: for skylb run, skylb's commands too.
 func (c command) usage(w io.Writer) {
 	fs := c.flagSet(&options{})
-	if c.allFlags {
+	if c.name == "run" {
 		fmt.Fprintf(w, "%s\n\nUsage:\n  skylb [command] [flags]\n\nCommands:\n", c.about)
 		for _, cmd := range commands() {
 			fmt.Fprintf(w, "  %-11s %s\n", cmd.name, cmd.summary)
@@ -113,9 +118,12 @@ func (c command) usage(w io.Writer) {
 // help runs "skylb help [command]".
 func help(args []string, stdout, stderr io.Writer) int {
 	name := "run"
-	switch len(args) {
-	case 0:
-	case 1:
+	switch {
+	case slices.ContainsFunc(args, func(a string) bool { return a == "--help" || a == "-h" }):
+		fmt.Fprint(stdout, "Prints the help of skylb, or of one of its commands.\n\nUsage:\n  skylb help [command]\n")
+		return 0
+	case len(args) == 0:
+	case len(args) == 1:
 		name = args[0]
 	default:
 		return usageError(stderr, "help", fmt.Errorf("unexpected argument %q", args[1]))
@@ -132,7 +140,7 @@ func help(args []string, stdout, stderr io.Writer) int {
 // name is empty or help) on stderr, and returns the exit code 2.
 func usageError(stderr io.Writer, name string, err error) int {
 	prog := strings.TrimSpace("skylb " + name)
-	fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+	fmt.Fprintf(stderr, "skylb: %v\n", err)
 	c, ok := lookup(name)
 	if !ok {
 		var names []string

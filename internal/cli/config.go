@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +37,10 @@ const minRecordExpiry = 5 * time.Second
 // config validates the options of skylb run and returns the
 // configuration they give; every error names its flag.
 func (o *options) config() (app.Config, error) {
+	log, err := newLogger(o.logLevel, o.logFormat)
+	if err != nil {
+		return app.Config{}, err
+	}
 	zones, reverse, err := o.zonesServed()
 	if err != nil {
 		return app.Config{}, err
@@ -74,12 +80,11 @@ func (o *options) config() (app.Config, error) {
 	if err != nil {
 		return app.Config{}, err
 	}
-	// A missing file is waited for (see app.WaitForFiles); any other error is final.
-	if _, err := o.etcd.TLS(); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return app.Config{}, fmt.Errorf("--etcd-endpoints/--etcd-*-file: %w", err)
+	if err := checkAddress("--http-address", o.httpAddress); err != nil {
+		return app.Config{}, err
 	}
-	log, err := newLogger(o.logLevel, o.logFormat)
-	if err != nil {
+	// A missing file is waited for (see app.WaitForFiles); any other error is final.
+	if err := o.etcdFiles(); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return app.Config{}, err
 	}
 	return app.Config{
@@ -97,7 +102,7 @@ func (o *options) config() (app.Config, error) {
 		HealthWorkers:    o.healthWorkers,
 		NoEndpointsGrace: o.noEndpointsGrace,
 		EventQPS:         o.events.QPS,
-		StartGCPercent:   startGCPercent(),
+		StartGCPercent:   startGCPercent(o.env),
 		Zone:             zoneCfg,
 		ViewBlocks:       blocks,
 		ReverseZones:     reverse,
@@ -133,11 +138,11 @@ func (o *options) viewBlocks(views []source.View) (*app.ViewBlocks, error) {
 			return nil, fmt.Errorf("--view-network: %q: want VIEW=CIDR[,CIDR...], e.g. internal=10.0.0.0/8,192.168.0.0/16", s)
 		}
 		for c := range strings.SplitSeq(cidrs, ",") {
-			p, err := netip.ParsePrefix(strings.TrimSpace(c))
+			p, err := source.ParsePrefix(strings.TrimSpace(c))
 			if err != nil {
-				return nil, fmt.Errorf("--view-network: %q: %w", s, err)
+				return nil, fmt.Errorf("--view-network: %w", err)
 			}
-			networks[view] = append(networks[view], p.Masked())
+			networks[view] = append(networks[view], p)
 		}
 	}
 	if o.corednsViews == "" {
@@ -237,8 +242,8 @@ func (o *options) checkLimits() error {
 		return fmt.Errorf("--max-addresses-per-name=%d: a name whose addresses all change is written in one etcd transaction of %d operations, more than --etcd-max-txn-ops=%d; raise etcd's --max-txn-ops and --etcd-max-txn-ops to at least %d, or lower --max-addresses-per-name",
 			o.maxAddresses, 2*o.maxAddresses, o.etcdMaxTxnOps, 2*o.maxAddresses)
 	}
-	if o.maxDeleteRatio <= 0 {
-		return fmt.Errorf("--max-delete-ratio: must be greater than 0")
+	if o.maxDeleteRatio <= 0 || o.maxDeleteRatio > 1 {
+		return fmt.Errorf("--max-delete-ratio: %g is not a share greater than 0 and at most 1 (1 allows deleting all)", o.maxDeleteRatio)
 	}
 	if o.noEndpointsGrace < 0 {
 		return fmt.Errorf("--no-endpoints-grace: must not be negative")
@@ -297,10 +302,10 @@ func (o *options) claimDir() (string, error) {
 }
 
 // startGCPercent is the collector's GOGC during the cold start (see
-// app.Config.StartGCPercent), unless GOGC is set: it keeps the peak heap
+// app.Config.StartGCPercent), unless env sets GOGC: it keeps the peak heap
 // near what is live, for a few more collections while the caches fill.
-func startGCPercent() int {
-	if os.Getenv("GOGC") != "" {
+func startGCPercent(env map[string]string) int {
+	if env["GOGC"] != "" {
 		return 0
 	}
 	return app.DefaultStartGCPercent
@@ -309,8 +314,8 @@ func startGCPercent() int {
 func newLogger(level, format string) (*logrus.Logger, error) {
 	log := logrus.New()
 	lvl, err := logrus.ParseLevel(level)
-	if err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
+	if err != nil || lvl > logrus.DebugLevel || lvl < logrus.ErrorLevel {
+		return nil, fmt.Errorf("--log-level: %q is none of debug, info, warn and error", level)
 	}
 	log.SetLevel(lvl)
 	switch format {
@@ -451,4 +456,37 @@ func (o *options) zoneConfig(zones dnsname.Zones) (*controller.ZoneConfig, error
 		cfg.NameserverSelector = sel
 	}
 	return cfg, nil
+}
+
+// etcdFiles checks that the etcd client's files make a TLS configuration.
+// A missing file is an error naming its flag, which wraps fs.ErrNotExist,
+// for the commands that wait for it.
+func (o *options) etcdFiles() error {
+	_, err := o.etcd.TLS()
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		for _, f := range []struct{ flag, path string }{
+			{"--etcd-ca-file", o.etcd.CAFile}, {"--etcd-cert-file", o.etcd.CertFile}, {"--etcd-key-file", o.etcd.KeyFile},
+		} {
+			if _, serr := os.Stat(f.path); serr != nil {
+				return fmt.Errorf("%s: %s: %w", f.flag, f.path, errors.Unwrap(serr))
+			}
+		}
+	}
+	return fmt.Errorf("--etcd-endpoints/--etcd-*-file: %w", err)
+}
+
+// checkAddress checks a listen address, host:port with a port from 0 to
+// 65535; empty is none.
+func checkAddress(flag, addr string) error {
+	if addr == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if n, perr := strconv.ParseUint(port, 10, 16); err != nil || perr != nil || n > 65535 {
+		return fmt.Errorf("%s: %q is not HOST:PORT with a port from 0 to 65535, e.g. :8080 or 127.0.0.1:8080", flag, addr)
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/skylb/skylb/internal/app"
 	"github.com/skylb/skylb/internal/reload"
 )
 
@@ -32,9 +33,11 @@ func corednsReloader(o *options, _, stderr io.Writer) int {
 	cfg := o.reload
 	switch {
 	case cfg.PIDFile == "":
-		return usageError(stderr, "coredns-reloader", fmt.Errorf("--pid-file is required"))
+		return usageError(stderr, "coredns-reloader", fmt.Errorf("--pid-file: required, CoreDNS's -pidfile"))
 	case cfg.Interval <= 0:
-		return usageError(stderr, "coredns-reloader", fmt.Errorf("--interval must be positive"))
+		return usageError(stderr, "coredns-reloader", withEnv(fmt.Errorf("--interval: must be positive"), o.fromEnv))
+	case cfg.MinOutage < 0:
+		return usageError(stderr, "coredns-reloader", withEnv(fmt.Errorf("--min-outage: must not be negative"), o.fromEnv))
 	}
 	log, err := newLogger(o.logLevel, o.logFormat)
 	if err != nil {
@@ -42,14 +45,19 @@ func corednsReloader(o *options, _, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Etcd, cfg.Log = o.etcd, log.WithField("component", "coredns-reloader")
-	if _, err := cfg.Etcd.TLS(); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	// As skylb run, it waits for a missing file: the Secret may be mounted
+	// after the container starts.
+	if err := app.WaitForFiles(ctx, app.Config{Log: log}, o.etcdFiles, etcdFilesFix); err != nil {
+		if ctx.Err() != nil {
+			return 0
+		}
 		fmt.Fprintln(stderr, "skylb:", withEnv(err, o.fromEnv))
 		return 2
 	}
 	// A key CoreDNS's user may read, and which needs no records.
 	cfg.Key = strings.TrimRight(o.prefix, "/") + "/"
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	cfg.Log.WithField("pid-file", cfg.PIDFile).Infof("reading %s every %s", cfg.Key, cfg.Interval)
 	if err := reload.Run(ctx, cfg); err != nil {
 		fmt.Fprintln(stderr, "skylb:", err)

@@ -76,6 +76,10 @@ type options struct {
 	reload           reload.Config // skylb coredns-reloader's own
 	// fromEnv maps each flag set from the environment to its variable.
 	fromEnv map[string]string
+	// env is the environment the command runs in; flags, the flags as
+	// parsed, set or not.
+	env   map[string]string
+	flags *pflag.FlagSet
 }
 
 // flags defines the flags of "skylb run", with their defaults, on o; the
@@ -87,7 +91,7 @@ func flags(o *options) *pflag.FlagSet {
 	fs.IntVar(&o.kubeAPI.Burst, "kube-api-burst", 100, "requests to the Kubernetes API server at once, above --kube-api-qps")
 	fs.Float32Var(&o.events.QPS, "event-qps", app.DefaultEventQPS, "Events sent per second, on average; what the queue cannot hold is dropped")
 	fs.IntVar(&o.events.Burst, "event-burst", 25, "Events sent at once, above --event-qps")
-	fs.StringArrayVar(&o.zones, "zone", nil, "DNS zone served, e.g. example.org; repeatable; the first holds generated names (required)")
+	fs.StringSliceVar(&o.zones, "zone", nil, "DNS zone served, e.g. example.org; repeatable or comma-separated; the first holds generated names (required)")
 	fs.StringSliceVar(&o.etcd.Endpoints, "etcd-endpoints", []string{"https://127.0.0.1:2379"}, "etcd endpoints, comma-separated")
 	fs.StringVar(&o.etcd.CAFile, "etcd-ca-file", "", "CA certificate that signed etcd's server certificate")
 	fs.StringVar(&o.etcd.CertFile, "etcd-cert-file", "", "client certificate for etcd (re-read when it changes)")
@@ -105,14 +109,14 @@ func flags(o *options) *pflag.FlagSet {
 	fs.StringSliceVar(&o.apexNamespaces, "apex-namespaces", nil, "namespaces whose objects may publish a zone's apex (e.g. example.org itself), comma-separated; no other namespace may")
 	fs.DurationVar(&o.resync, "resync-interval", 5*time.Minute, "forced full reconciliation period (0 disables)")
 	fs.StringVar(&o.addressSource, "address-source", "auto", "where addresses come from: auto, nodes, pods or status")
-	fs.StringArrayVar(&o.views, "view", nil, "a view besides the default one, NAME=ADDRESS-SOURCE (e.g. internal=pods; auto, nodes, pods, status or cluster-ip): every name is also published under <etcd-prefix>-NAME with the Services' addresses from that source, for CoreDNS's view plugin to answer the view's clients from; repeatable")
-	fs.StringArrayVar(&o.viewZones, "view-zone", nil, "VIEW=ZONE: the clients of the view are in the topology zone ZONE (topology.kubernetes.io/zone); a Service with spec.trafficDistribution PreferClose (or topology-aware routing) is answered there with its addresses in that zone, all of them when it has none; a view not given by --view is declared with the --address-source; repeatable")
-	fs.StringArrayVar(&o.viewNetworks, "view-network", nil, "VIEW=CIDR[,CIDR...]: the networks of the view's clients, for its CoreDNS block (--coredns-views); a view of a zone without one answers the networks of the zone's nodes (their pod CIDRs and addresses); repeatable, and a CIDR without VIEW= belongs to the view before it, so that SKYLB_VIEW_NETWORK=internal=10.0.0.0/8,192.168.0.0/16 works")
+	fs.StringSliceVar(&o.views, "view", nil, "a view besides the default one, NAME=ADDRESS-SOURCE (e.g. internal=pods; auto, nodes, pods, status or cluster-ip): every name is also published under <etcd-prefix>-NAME with the Services' addresses from that source, for CoreDNS's view plugin to answer the view's clients from; repeatable or comma-separated")
+	fs.StringSliceVar(&o.viewZones, "view-zone", nil, "VIEW=ZONE: the clients of the view are in the topology zone ZONE (topology.kubernetes.io/zone); a Service with spec.trafficDistribution PreferClose (or topology-aware routing) is answered there with its addresses in that zone, all of them when it has none; a view not given by --view is declared with the --address-source; repeatable or comma-separated")
+	fs.StringSliceVar(&o.viewNetworks, "view-network", nil, "VIEW=CIDR[,CIDR...]: the networks of the view's clients, for its CoreDNS block (--coredns-views); a view of a zone without one answers the networks of the zone's nodes (their pod CIDRs and addresses); repeatable or comma-separated: a CIDR without VIEW= belongs to the view before it (internal=10.0.0.0/8,192.168.0.0/16)")
 	fs.StringVar(&o.corednsViews, "coredns-views", "", "NAMESPACE/NAME of a ConfigMap CoreDNS imports *.view files from: skylb keeps the views' server blocks in its key skylb.view (see coredns/README.md, Views); empty writes none")
 	fs.StringVar(&o.lbClass, "load-balancer-class", "", "implement LoadBalancer Services of this class; empty means those without a class")
 	fs.StringSliceVar(&o.nodeAddrTypes, "node-address-types", []string{"ExternalIP", "InternalIP"}, "node address types to publish, in order of preference")
 	fs.StringVar(&o.ingressService, "ingress-service", "", "namespace/name of the ingress controller's Service; Ingresses without a status get its addresses")
-	fs.StringArrayVar(&o.reverseZones, "reverse-zone", nil, "a reverse zone as a CIDR, e.g. 192.0.2.0/24 or 2001:db8::/32, on a label boundary (IPv4 /8, /16, /24; IPv6 a multiple of 4): published addresses in it get a PTR record; repeatable")
+	fs.StringSliceVar(&o.reverseZones, "reverse-zone", nil, "a reverse zone as a CIDR, e.g. 192.0.2.0/24 or 2001:db8::/32, on a label boundary (IPv4 /8, /16, /24; IPv6 a multiple of 4): published addresses in it get a PTR record; repeatable or comma-separated")
 	fs.StringVar(&o.externalNames, "external-name-services", string(source.ExternalNamesAnnotated), "which ExternalName Services are published as a CNAME to their external name: annotated (those with a hostname annotation), all or none")
 	var denied []string
 	for _, p := range source.DefaultDeniedCIDRs {
@@ -140,7 +144,7 @@ func flags(o *options) *pflag.FlagSet {
 	fs.DurationVar(&o.leader.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
 	fs.IntVar(&o.healthWorkers, "health-workers", 32, "health probes running at once")
 	fs.DurationVar(&o.noEndpointsGrace, "no-endpoints-grace", 30*time.Second, "how long a new Service may wait for its first ready endpoints before its NoEndpoints Warning; a Service that had endpoints and lost them is warned about at once")
-	fs.StringArrayVar(&o.nameservers, "nameserver", nil, "a DNS server of the zones, label=IP or IP (IPv4 or IPv6), published as the nameserver <label>.ns.dns.<zone>; repeatable; without a label: ns1, ns2, ... by address")
+	fs.StringSliceVar(&o.nameservers, "nameserver", nil, "a DNS server of the zones, label=IP or IP (IPv4 or IPv6), published as the nameserver <label>.ns.dns.<zone>; repeatable; without a label: ns1, ns2, ... by address; repeatable or comma-separated")
 	fs.StringVar(&o.nsSelector, "nameserver-selector", "", "label selector of the DNS server's Service, e.g. app.kubernetes.io/name=coredns: the addresses of the nodes running its ready endpoints are published as nameservers too (for CoreDNS on host port 53 or the host network)")
 	fs.BoolVar(&o.printDelegation, "print-delegation", false, "print the NS and glue records the parent zone needs and conditional-forwarder settings, then exit (the same as skylb delegation)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "compute and log every change; write nothing to etcd or to the Kubernetes API")

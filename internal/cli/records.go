@@ -48,6 +48,11 @@ func records(o *options, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "skylb:", err)
 		return 2
 	}
+	// A one-off command does not wait for a missing file: it says which.
+	if err := o.etcdFiles(); err != nil {
+		fmt.Fprintln(stderr, "skylb:", withEnv(err, o.fromEnv))
+		return 2
+	}
 	etcdCfg := o.etcd
 	etcdCfg.Log = log
 	c, err := etcdclient.New(etcdCfg)

@@ -1,18 +1,22 @@
 package cli
 
 import (
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
-// env returns a lookup over vars, as os.LookupEnv.
-func env(vars map[string]string) func(string) (string, bool) {
-	return func(name string) (string, bool) {
-		v, ok := vars[name]
-		return v, ok
+// env returns vars as os.Environ does.
+func env(vars map[string]string) []string {
+	var out []string
+	for k, v := range vars {
+		out = append(out, k+"="+v)
 	}
+	return out
 }
 
 func TestEnvVar(t *testing.T) {
@@ -98,14 +102,14 @@ func TestSettingsFromEnv(t *testing.T) {
 			env:  map[string]string{"SKYLB_VERSION": "v1", "SKYLB_PRINT_DELEGATION": "true", "SKYLB_PORT": "tcp://10.0.0.1:8080", "SKYLB_SERVICE_HOST": "10.0.0.1"},
 			want: defaults,
 		},
-		{name: "a malformed number", env: map[string]string{"SKYLB_TTL": "thirty"}, wantErr: `SKYLB_TTL: invalid argument "thirty" for "--ttl" flag`},
-		{name: "a malformed boolean", env: map[string]string{"SKYLB_LEADER_ELECT": "yes please"}, wantErr: "SKYLB_LEADER_ELECT: "},
-		{name: "a malformed duration", env: map[string]string{"SKYLB_RECORD_EXPIRY": "2 minutes"}, wantErr: "SKYLB_RECORD_EXPIRY: "},
+		{name: "a malformed number", env: map[string]string{"SKYLB_TTL": "thirty"}, wantErr: `--ttl: "thirty" is not a whole number (from SKYLB_TTL)`},
+		{name: "a malformed boolean", env: map[string]string{"SKYLB_LEADER_ELECT": "yes please"}, wantErr: `--leader-elect: "yes please" is not true or false (from SKYLB_LEADER_ELECT)`},
+		{name: "a malformed duration", env: map[string]string{"SKYLB_RECORD_EXPIRY": "2 minutes"}, wantErr: `--record-expiry: "2 minutes" is not a duration such as 30s, 2m or 1h (from SKYLB_RECORD_EXPIRY)`},
 	}
 	run, _ := lookup("run")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o, err := run.parse(tt.args, env(tt.env))
+			o, err := run.parse(tt.args, tt.env)
 			if tt.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
 					t.Fatalf("parse() error = %v, want one starting %q", err, tt.wantErr)
@@ -128,7 +132,7 @@ func TestSettingsFromEnv(t *testing.T) {
 // the variable it came from.
 func TestSettingErrorsNameTheVariable(t *testing.T) {
 	run, _ := lookup("run")
-	o, err := run.parse([]string{"--zone=example.org"}, env(map[string]string{"SKYLB_TTL": "0", "SKYLB_OWNER_ID": "east"}))
+	o, err := run.parse([]string{"--zone=example.org"}, map[string]string{"SKYLB_TTL": "0", "SKYLB_OWNER_ID": "east"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,11 +143,64 @@ func TestSettingErrorsNameTheVariable(t *testing.T) {
 	if got, want := withEnv(err, o.fromEnv).Error(), "--ttl: 0 is outside 1 to 86400 seconds (from SKYLB_TTL)"; got != want {
 		t.Errorf("withEnv(config()) = %q, want %q", got, want)
 	}
-	o, err = run.parse([]string{"--zone=example.org", "--ttl=0"}, env(nil))
+	o, err = run.parse([]string{"--zone=example.org", "--ttl=0"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err = o.config(); err == nil || withEnv(err, o.fromEnv).Error() != err.Error() {
 		t.Errorf("withEnv(config()) with --ttl on the command line = %v, want the flag's error alone", withEnv(err, o.fromEnv))
+	}
+}
+
+func TestUnknownSettings(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{name: "settings, the Corefile's and other programs' variables", env: map[string]string{"SKYLB_ZONE": "example.org", "SKYLB_PID_FILE": "/run/coredns.pid",
+			"SKYLB_DNS_ZONE": "example.org", "SKYLB_ETCD_CERT": "/etc/coredns/tls.crt", "HOME": "/root"}},
+		{name: "a typo", env: map[string]string{"SKYLB_TTLL": "5"}, want: []string{"SKYLB_TTLL is no setting of skylb's; did you mean SKYLB_TTL?"}},
+		{name: "the Corefile's name for skylb's", env: map[string]string{"SKYLB_ETCD_CERT_FIL": "x"},
+			want: []string{"SKYLB_ETCD_CERT_FIL is no setting of skylb's; did you mean SKYLB_ETCD_CERT_FILE?"}},
+		{name: "nothing near", env: map[string]string{"SKYLB_SOMETHING_ELSE_ENTIRELY": "1"},
+			want: []string{"SKYLB_SOMETHING_ELSE_ENTIRELY is no setting of skylb's (skylb help lists them, as --flags: SKYLB_<FLAG>)"}},
+		{name: "the kubelet's variables of a Service skylb-metrics", env: map[string]string{"SKYLB_METRICS_SERVICE_HOST": "10.0.0.1",
+			"SKYLB_METRICS_SERVICE_PORT": "8080", "SKYLB_METRICS_SERVICE_PORT_HTTP": "8080", "SKYLB_METRICS_PORT": "tcp://10.0.0.1:8080",
+			"SKYLB_METRICS_PORT_8080_TCP": "tcp://10.0.0.1:8080", "SKYLB_METRICS_PORT_8080_TCP_ADDR": "10.0.0.1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, unknownSettings(tt.env)); diff != "" {
+				t.Errorf("unknownSettings(%v) mismatch (-want +got):\n%s", tt.env, diff)
+			}
+		})
+	}
+	// Run reports them, and skylb check refuses them.
+	var out, errs strings.Builder
+	if code := Run([]string{"check", "--zone=example.org"}, &out, &errs, env(map[string]string{"SKYLB_TTLL": "5"})); code != 2 ||
+		!strings.Contains(errs.String(), "skylb: SKYLB_TTLL is no setting of skylb's; did you mean SKYLB_TTL?\n") {
+		t.Errorf("skylb check with SKYLB_TTLL=5 = %d, %q; want 2 and the variable named", code, errs.String())
+	}
+}
+
+// TestCorefileVars: the variables known as the Corefile's are those of the
+// shipped Corefile and of the views' example block, no more.
+func TestCorefileVars(t *testing.T) {
+	var found []string
+	for _, f := range []string{"/coredns/Corefile", "/coredns/internal.view.example"} {
+		b, err := os.ReadFile(repoRoot + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`\{\$(SKYLB_[A-Z0-9_]+)\}`).FindAllStringSubmatch(string(b), -1) {
+			found = append(found, m[1])
+		}
+	}
+	slices.Sort(found)
+	found = slices.Compact(found)
+	want := slices.Sorted(slices.Values(corefileVars))
+	if diff := cmp.Diff(want, found); diff != "" {
+		t.Errorf("corefileVars against the Corefile's {$VAR}s (-corefileVars +Corefile):\n%s", diff)
 	}
 }

@@ -107,7 +107,7 @@ func TestBinary(t *testing.T) {
 			t.Errorf("skylb with SKYLB_TTL=0 = %d, %q; want 2, %q", code, stderr, want)
 		}
 		code, _, stderr = skylb([]string{"SKYLB_RESYNC_INTERVAL=often"}, "--zone=example.org")
-		if code != 2 || !strings.HasPrefix(stderr, "skylb run: SKYLB_RESYNC_INTERVAL: ") {
+		if code != 2 || !strings.HasPrefix(stderr, `skylb: --resync-interval: "often" is not a duration such as 30s, 2m or 1h (from SKYLB_RESYNC_INTERVAL)`) {
 			t.Errorf("skylb with SKYLB_RESYNC_INTERVAL=often = %d, %q; want 2 and an error naming the variable", code, stderr)
 		}
 	})

@@ -38,11 +38,11 @@ func ParseCIDRs(in []string) ([]netip.Prefix, error) {
 			out = append(out, netip.PrefixFrom(a, a.BitLen()))
 			continue
 		}
-		p, err := netip.ParsePrefix(s)
+		p, err := ParsePrefix(s)
 		if err != nil {
-			return nil, fmt.Errorf("%q: %w", s, err)
+			return nil, err
 		}
-		out = append(out, p.Masked())
+		out = append(out, p)
 	}
 	return out, nil
 }
@@ -74,4 +74,19 @@ func (f Filter) apply(p *Publication) {
 	if len(refused) > 0 {
 		p.problem(ReasonAddressRefused, "addresses %s are not published: they are denied by --denied-cidrs or not in --allowed-cidrs", strings.Join(refused, ", "))
 	}
+}
+
+// ParsePrefix parses a network, ADDRESS/LENGTH, and returns it masked. Its
+// error says what is wrong in a user's words.
+func ParsePrefix(s string) (netip.Prefix, error) {
+	addr, length, ok := strings.Cut(s, "/")
+	a, err := netip.ParseAddr(addr)
+	if !ok || err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not a network: want ADDRESS/LENGTH, e.g. 10.0.0.0/8 or 2001:db8::/32", s)
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not a network: the length %s is not a number from 0 to %d", s, length, a.BitLen())
+	}
+	return p.Masked(), nil
 }
