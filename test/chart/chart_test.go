@@ -315,11 +315,11 @@ func TestValuesReachTheObjects(t *testing.T) {
 
 	t.Run("extraArgs and extraEnv", func(t *testing.T) {
 		objs := helmTemplate(t, root, "skylb", "skylb",
-			"--set", "extraArgs={--log-level=debug,--source=services}",
+			"--set", "extraArgs={--log-level=debug,--source=service}",
 			"--set", "extraEnv[0].name=SKYLB_TTL", "--set-string", "extraEnv[0].value=60")
 		c := container(t, objs, deploy)
-		if n := len(c.Args); n < 2 || !slices.Equal(c.Args[n-2:], []string{"--log-level=debug", "--source=services"}) {
-			t.Errorf("Got args %q, want --log-level=debug --source=services last", c.Args)
+		if n := len(c.Args); n < 2 || !slices.Equal(c.Args[n-2:], []string{"--log-level=debug", "--source=service"}) {
+			t.Errorf("Got args %q, want --log-level=debug --source=service last", c.Args)
 		}
 		want := []corev1.EnvVar{{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{
 			ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory"}}},

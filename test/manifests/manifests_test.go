@@ -169,6 +169,13 @@ func TestManifests(t *testing.T) {
 	t.Run("etcd flags", func(t *testing.T) { etcdFlags(ctx, t, bin, r["etcd"]) })
 	t.Run("rbac-bootstrap Job", func(t *testing.T) { rbacBootstrap(ctx, t, s, bin, r["etcd"]) })
 	t.Run("CoreDNS Corefile", func(t *testing.T) { coreDNS(ctx, t, s, bin, r["coredns"]) })
+	t.Run("documented settings through skylb check", func(t *testing.T) {
+		bin, err := s.BuildSkylb(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		documentedSettings(ctx, t, root, bin, r["skylb"])
+	})
 	var published string
 	t.Run("skylb as its ServiceAccount", func(t *testing.T) {
 		if !rbacOK {
