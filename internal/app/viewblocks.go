@@ -43,6 +43,7 @@ const viewBlocksRetry = 5 * time.Second
 type blockKeeper struct {
 	cfg     ViewBlocks
 	prefix  string
+	zones   []string // the forward zones, which the views' blocks serve
 	views   []source.View
 	kube    kubeclient.Interface
 	nodes   func() []*corev1.Node
@@ -57,7 +58,7 @@ func newBlockKeeper(cfg Config, kube kubeclient.Interface) *blockKeeper {
 		return nil
 	}
 	return &blockKeeper{
-		cfg: *cfg.ViewBlocks, prefix: cfg.Prefix, views: cfg.Source.Views, kube: kube,
+		cfg: *cfg.ViewBlocks, prefix: cfg.Prefix, zones: cfg.Source.Zones, views: cfg.Source.Views, kube: kube,
 		changed: make(chan struct{}, 1),
 		log:     cfg.Log.WithField("component", "view-blocks"),
 	}
@@ -88,7 +89,7 @@ func (k *blockKeeper) render() string {
 			views[i].Networks, views[i].Zone = corefile.ZoneNetworks(k.nodes(), v.Zone), v.Zone
 		}
 	}
-	return corefile.Blocks(k.prefix, views)
+	return corefile.Blocks(k.prefix, k.zones, views)
 }
 
 // run keeps the ConfigMap's blocks current until ctx ends: at once, after

@@ -41,7 +41,7 @@ func TestCommandLine(t *testing.T) {
 		{name: "version", args: []string{"version"}, wantStdout: []string{"skylb ", "commit: ", "go: go1."}},
 		{name: "--version, with the Deployment's other flags", args: []string{"--zone=$(SKYLB_ZONE)", "--leader-elect=true", "--version"}, wantStdout: []string{"skylb ", "commit: "}},
 		{name: "a misspelt command", args: []string{"recrods"}, wantCode: 2,
-			wantStderr: []string{`skylb: unknown command "recrods"`, "Usage: skylb [run|check|records|delegation|coredns-reloader|version|help] [flags]"}},
+			wantStderr: []string{`skylb: unknown command "recrods"`, "Usage: skylb [run|check|records|delegation|coredns-reloader|corefile|version|help] [flags]"}},
 		{name: "help of an unknown command", args: []string{"help", "recrods"}, wantCode: 2, wantStderr: []string{`skylb: unknown command "recrods"`, "Usage: skylb ["}},
 		{name: "help of two commands", args: []string{"help", "records", "version"}, wantCode: 2, wantStderr: []string{`unexpected argument "version"`}},
 		{name: "a stray argument after the flags", args: []string{"--zone=example.org", "records"}, wantCode: 2,

@@ -37,6 +37,7 @@ type options struct {
 	viewZones        []string
 	viewNetworks     []string
 	corednsViews     string
+	corednsAddress   string
 	lbClass          string
 	nodeAddrTypes    []string
 	ingressService   string
@@ -72,8 +73,9 @@ type options struct {
 	logLevel         string
 	logFormat        string
 	showVersion      bool
-	output           string        // skylb records -o
-	reload           reload.Config // skylb coredns-reloader's own
+	output           string                   // skylb records -o
+	reload           reload.Config            // skylb coredns-reloader's own
+	corefile         struct{ in, out string } // skylb corefile's own
 	// fromEnv maps each flag set from the environment to its variable.
 	fromEnv map[string]string
 	// env is the environment the command runs in; flags, the flags as
@@ -113,6 +115,7 @@ func flags(o *options) *pflag.FlagSet {
 	fs.StringSliceVar(&o.viewZones, "view-zone", nil, "VIEW=ZONE: the clients of the view are in the topology zone ZONE (topology.kubernetes.io/zone); a Service with spec.trafficDistribution PreferClose (or topology-aware routing) is answered there with its addresses in that zone, all of them when it has none; a view not given by --view is declared with the --address-source; repeatable or comma-separated")
 	fs.StringSliceVar(&o.viewNetworks, "view-network", nil, "VIEW=CIDR[,CIDR...]: the networks of the view's clients, for its CoreDNS block (--coredns-views); a view of a zone without one answers the networks of the zone's nodes (their pod CIDRs and addresses); repeatable or comma-separated: a CIDR without VIEW= belongs to the view before it (internal=10.0.0.0/8,192.168.0.0/16)")
 	fs.StringVar(&o.corednsViews, "coredns-views", "", "NAMESPACE/NAME of a ConfigMap CoreDNS imports *.view files from: skylb keeps the views' server blocks in its key skylb.view (see coredns/README.md, Views); empty writes none")
+	fs.StringVar(&o.corednsAddress, "coredns-address", "", "HOST:PORT of the CoreDNS that serves the zones, e.g. coredns.skylb-coredns.svc:53: skylb asks it for each zone's SOA at start and every minute, and says (a log line, an Event on its Lease, skylb_zone_served) when it does not serve one; empty asks nothing")
 	fs.StringVar(&o.lbClass, "load-balancer-class", "", "implement LoadBalancer Services of this class; empty means those without a class")
 	fs.StringSliceVar(&o.nodeAddrTypes, "node-address-types", []string{"ExternalIP", "InternalIP"}, "node address types to publish, in order of preference")
 	fs.StringVar(&o.ingressService, "ingress-service", "", "namespace/name of the ingress controller's Service; Ingresses without a status get its addresses")

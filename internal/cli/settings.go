@@ -22,7 +22,7 @@ var notSettings = map[string]bool{"version": true, "print-delegation": true}
 // pod, where skylb coredns-reloader runs too. They are no setting of
 // skylb's, and no typo of one.
 var corefileVars = []string{
-	"SKYLB_DNS_ZONE", "SKYLB_DNS_REVERSE_ZONE_IPV4", "SKYLB_DNS_REVERSE_ZONE_IPV6", "SKYLB_DNS_BIND",
+	"SKYLB_DNS_BIND",
 	"SKYLB_DNS_LAMEDUCK", "SKYLB_DNS_CACHE_TTL",
 	"SKYLB_ETCD_ENDPOINT", "SKYLB_ETCD_ENDPOINT_2", "SKYLB_ETCD_ENDPOINT_3",
 	"SKYLB_ETCD_CERT", "SKYLB_ETCD_KEY", "SKYLB_ETCD_CA",
@@ -155,7 +155,8 @@ var serviceLink = regexp.MustCompile(`_SERVICE_HOST$|_SERVICE_PORT(_[A-Z0-9_]+)?
 // the Corefile, with the closest known name when one is close: the typo
 // SKYLB_TTLL=5 would otherwise be ignored without a word.
 func unknownSettings(env map[string]string) []string {
-	known := slices.Clone(corefileVars)
+	// skylb's settings first: the closest of two as near is skylb's.
+	var known []string
 	flags(&options{}).VisitAll(func(f *pflag.Flag) { known = append(known, envVar(f.Name)) })
 	for _, c := range commands() {
 		if c.own != nil {
@@ -164,6 +165,7 @@ func unknownSettings(env map[string]string) []string {
 			fs.VisitAll(func(f *pflag.Flag) { known = append(known, envVar(f.Name)) })
 		}
 	}
+	known = slices.Concat(known, corefileVars, deprecatedZoneVars)
 	var out []string
 	for name, value := range env {
 		if !strings.HasPrefix(name, envPrefix) || slices.Contains(known, name) || serviceLink.MatchString(name) ||

@@ -185,7 +185,8 @@ func TestUnknownSettings(t *testing.T) {
 }
 
 // TestCorefileVars: the variables known as the Corefile's are those of the
-// shipped Corefile and of the views' example block, no more.
+// shipped Corefile and of the views' example block that are no setting of
+// skylb's (the zones are), no more.
 func TestCorefileVars(t *testing.T) {
 	var found []string
 	for _, f := range []string{"/coredns/Corefile", "/coredns/internal.view.example"} {
@@ -194,7 +195,9 @@ func TestCorefileVars(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range regexp.MustCompile(`\{\$(SKYLB_[A-Z0-9_]+)\}`).FindAllStringSubmatch(string(b), -1) {
-			found = append(found, m[1])
+			if flags(&options{}).Lookup(strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(m[1], envPrefix), "_", "-"))) == nil {
+				found = append(found, m[1])
+			}
 		}
 	}
 	slices.Sort(found)

@@ -1,8 +1,10 @@
-// Package corefile writes the CoreDNS server blocks of skylb's views: for each
-// view, a block that answers the view's clients, chosen by their address with
-// CoreDNS's view plugin, from the view's tree in etcd. The blocks take the
-// rest of their settings from the environment ({$VAR}), as the shipped
-// Corefile does (coredns/Corefile), and import its snippet skylb_answers.
+// Package corefile writes what skylb's settings put in CoreDNS's
+// configuration: the zones of the shipped Corefile's own block (Render), and
+// the server blocks of skylb's views (Blocks): for each view, a block that
+// answers the view's clients, chosen by their address with CoreDNS's view
+// plugin, from the view's tree in etcd. The blocks take the rest of their
+// settings from the environment ({$VAR}), as the shipped Corefile does
+// (coredns/Corefile), and import its snippet skylb_answers.
 package corefile
 
 import (
@@ -28,10 +30,10 @@ type View struct {
 }
 
 // Blocks returns the server blocks of views, in their order (the first
-// block whose networks hold a client answers it), for the records under
-// prefix (--etcd-prefix): each view reads its tree, skydns.ViewPrefix.
+// block whose networks hold a client answers it), for the records of zones
+// under prefix (--etcd-prefix): each view reads its tree, skydns.ViewPrefix.
 // A view without networks is named in a comment and has no block.
-func Blocks(prefix string, views []View) string {
+func Blocks(prefix string, zones []string, views []View) string {
 	var b strings.Builder
 	b.WriteString("# The server blocks of skylb's views, written by skylb: do not edit.\n")
 	for _, v := range views {
@@ -49,7 +51,7 @@ func Blocks(prefix string, views []View) string {
 		}
 		fmt.Fprintf(&b, `
 # View %[1]s: clients of %[2]s.
-{$SKYLB_DNS_ZONE} {
+%[5]s {
 	bind {$SKYLB_DNS_BIND}
 	view %[1]s {
 		expr %[3]s
@@ -61,7 +63,7 @@ func Blocks(prefix string, views []View) string {
 		tls {$SKYLB_ETCD_CERT} {$SKYLB_ETCD_KEY} {$SKYLB_ETCD_CA}
 	}
 }
-`, v.Name, from, strings.Join(exprs, " || "), skydns.ViewPrefix(prefix, v.Name))
+`, v.Name, from, strings.Join(exprs, " || "), skydns.ViewPrefix(prefix, v.Name), strings.Join(zones, " "))
 	}
 	return b.String()
 }

@@ -29,7 +29,7 @@ func TestBlocksMatchTheShippedExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := Blocks("/skydns", []View{{Name: "internal", Networks: []netip.Prefix{
+	got := Blocks("/skydns", []string{"example.org"}, []View{{Name: "internal", Networks: []netip.Prefix{
 		netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.0.0/16")}}})
 	if g, w := blockLines(got), blockLines(string(example)); !slices.Equal(g, w) {
 		t.Errorf("skylb writes\n%s\nthe example holds\n%s", strings.Join(g, "\n"), strings.Join(w, "\n"))
@@ -37,7 +37,7 @@ func TestBlocksMatchTheShippedExample(t *testing.T) {
 }
 
 func TestBlocks(t *testing.T) {
-	got := Blocks("/dns/", []View{
+	got := Blocks("/dns/", []string{"a.example.org", "b.example.org"}, []View{
 		{Name: "zone-a", Zone: "a", Networks: []netip.Prefix{netip.MustParsePrefix("2001:db8::/64")}},
 		{Name: "zone-b", Zone: "b"},
 		{Name: "lab", Networks: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}},
@@ -46,6 +46,7 @@ func TestBlocks(t *testing.T) {
 		"# View zone-a: clients of the nodes of topology zone a.",
 		"view zone-a {\n\t\texpr incidr(client_ip(), '2001:db8::/64')\n",
 		"path /dns-zone-a\n",
+		"\na.example.org b.example.org {\n",
 		"# View zone-b: no client networks (the nodes of topology zone b), so no block",
 		"view lab {\n\t\texpr incidr(client_ip(), '127.0.0.2/32')\n",
 		"path /dns-lab\n",
@@ -57,7 +58,7 @@ func TestBlocks(t *testing.T) {
 	if strings.Contains(got, "view zone-b") || strings.Index(got, "view zone-a") > strings.Index(got, "view lab") {
 		t.Errorf("want zone-a's block, then lab's, and none for zone-b:\n%s", got)
 	}
-	if got := Blocks("/skydns", nil); len(blockLines(got)) != 0 {
+	if got := Blocks("/skydns", []string{"example.org"}, nil); len(blockLines(got)) != 0 {
 		t.Errorf("no views: %q, want comments only", got)
 	}
 }

@@ -98,7 +98,7 @@ func TestFileCorefile(t *testing.T) {
 			t.Errorf("the ceiling's Corefile lacks %s:\n%s", kept, b)
 		}
 	}
-	if !strings.Contains(string(b), "file /z/zone.db {$SKYLB_DNS_ZONE}") {
+	if !strings.Contains(string(b), "file /z/zone.db {$SKYLB_ZONE}") {
 		t.Errorf("no file line for the zone:\n%s", b)
 	}
 	if strings.Count(string(b), "{") != strings.Count(string(b), "}") {

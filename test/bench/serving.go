@@ -380,10 +380,10 @@ func fileCorefile(src, dir, zone string) (string, error) {
 	for _, line := range lines {
 		out = append(out, line)
 		if strings.TrimSpace(line) == "loadbalance" {
-			out = append(out, "\tfile "+zone+" {$SKYLB_DNS_ZONE}")
+			out = append(out, "\tfile "+zone+" {$SKYLB_ZONE}")
 		}
 	}
-	if !slices.Contains(out, "\tfile "+zone+" {$SKYLB_DNS_ZONE}") {
+	if !slices.Contains(out, "\tfile "+zone+" {$SKYLB_ZONE}") {
 		return "", fmt.Errorf("%s: no loadbalance line to put the file plugin after", src)
 	}
 	path := filepath.Join(dir, "Corefile.file")

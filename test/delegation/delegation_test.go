@@ -227,8 +227,7 @@ func (e *env) startCoreDNS(t *testing.T, ctx context.Context, name, addr string)
 		ports[i] = a
 	}
 	vars := map[string]string{
-		"SKYLB_DNS_ZONE": zoneName, "SKYLB_DNS_BIND": addr, "SKYLB_DNS_PORT": "53",
-		"SKYLB_DNS_REVERSE_ZONE_IPV4": "", "SKYLB_DNS_REVERSE_ZONE_IPV6": "",
+		"SKYLB_ZONE": zoneName, "SKYLB_DNS_BIND": addr, "SKYLB_DNS_PORT": "53", "SKYLB_REVERSE_ZONE": "",
 		"SKYLB_ETCD_CERT":   filepath.Join(e.st.Certs, "coredns.crt"),
 		"SKYLB_ETCD_KEY":    filepath.Join(e.st.Certs, "coredns.key"),
 		"SKYLB_ETCD_CA":     filepath.Join(e.st.Certs, "ca.crt"),

@@ -118,19 +118,41 @@ func rbacBootstrap(ctx context.Context, t *testing.T, s *stack.Stack, bin string
 
 var corefileVar = regexp.MustCompile(`\{\$([A-Za-z0-9_]+)\}`)
 
-// coreDNS runs CoreDNS with the ConfigMap's Corefile and the Deployment's
-// environment, moved to loopback ports and the stack's etcd and certificates,
-// until it is ready, and asks it for a record put into etcd.
+// coreDNS runs the init container's skylb corefile and then CoreDNS with the
+// ConfigMap's Corefile and the Deployment's environment, moved to loopback
+// ports and the stack's etcd and certificates, until it is ready, and asks
+// it for a record put into etcd in each of two zones: the ConfigMap's, and
+// a second one added to its SKYLB_ZONE as a user would.
 func coreDNS(ctx context.Context, t *testing.T, s *stack.Stack, bin string, rr *rendering) {
 	dep := as[appsv1.Deployment](t, rr.get(t, "Deployment", nsCoreDNS, "coredns"))
 	pod := dep.Spec.Template.Spec
 	c := pod.Containers[0]
 	cm := as[corev1.ConfigMap](t, rr.get(t, "ConfigMap", nsCoreDNS, configMapMount(t, pod, c, "/etc/coredns/conf")))
-	if want := []string{"-conf", "/etc/coredns/conf/Corefile", "-dns.port", "$(SKYLB_DNS_PORT)", "-pidfile", "/run/coredns/coredns.pid"}; !slices.Equal(c.Args, want) {
+	if want := []string{"-conf", "/run/coredns/Corefile", "-dns.port", "$(SKYLB_DNS_PORT)", "-pidfile", "/run/coredns/coredns.pid"}; !slices.Equal(c.Args, want) {
 		t.Fatalf("CoreDNS args %v, want %v", c.Args, want)
+	}
+	if len(pod.InitContainers) != 1 {
+		t.Fatalf("CoreDNS's pod has %d init containers, want 1, skylb corefile", len(pod.InitContainers))
+	}
+	init := pod.InitContainers[0]
+	if want := []string{"corefile", "--in=/etc/coredns/conf/Corefile", "--out=/run/coredns/Corefile"}; !slices.Equal(init.Args, want) {
+		t.Fatalf("CoreDNS's init container args %v, want %v", init.Args, want)
+	}
+	if init.Image != pod.Containers[1].Image {
+		t.Errorf("CoreDNS's init container runs %s, the reloader %s: want skylb's one image", init.Image, pod.Containers[1].Image)
 	}
 	corefile := cm.Data["Corefile"]
 	env := rr.env(t, nsCoreDNS, c)
+	initEnv := rr.env(t, nsCoreDNS, init)
+	zone := initEnv["SKYLB_ZONE"]
+	if zone == "" || initEnv["SKYLB_ZONE"] != env["SKYLB_ZONE"] {
+		t.Fatalf("SKYLB_ZONE: %q for the init container, %q for CoreDNS; want config.env's zone for both", initEnv["SKYLB_ZONE"], env["SKYLB_ZONE"])
+	}
+	const second = "manifests-second.example"
+	initEnv["SKYLB_ZONE"] = zone + "," + second
+	for name := range initEnv {
+		env[name] = initEnv[name] // the variables the Corefile's zones were
+	}
 
 	// Every {$VAR} of the Corefile (outside comments) is set: an unset one
 	// would be empty.
@@ -191,22 +213,45 @@ func coreDNS(ctx context.Context, t *testing.T, s *stack.Stack, bin string, rr *
 	maps.Copy(local, stack.EtcdEndpointVars([]string{s.EtcdURL}))
 	runEnv := maps.Clone(env)
 	maps.Copy(runEnv, local)
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "Corefile")
-	if err := os.WriteFile(conf, []byte(corefile), 0o644); err != nil {
+	// The init container, then CoreDNS, with the pod's directories here.
+	confDir, runDir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(confDir, "Corefile"), []byte(corefile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The Deployment's args, expanded as the kubelet does, with the
-	// Corefile's path here.
-	args := expand(c.Args, runEnv)
-	args[slices.Index(args, "/etc/coredns/conf/Corefile")] = conf
-	p := startProcess(t, "coredns", runEnv, filepath.Join(bin, "coredns"), args...)
+	paths := strings.NewReplacer("/etc/coredns/conf", confDir, "/run/coredns", runDir)
+	moved := func(args []string) []string {
+		for i, a := range args {
+			args[i] = paths.Replace(a)
+		}
+		return args
+	}
+	skylb, err := s.BuildSkylb(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, skylb, moved(expand(init.Args, initEnv))...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	for k, v := range initEnv {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the init container's skylb corefile: %v\n%s", err, out)
+	}
+	// The Deployment's args, expanded as the kubelet does.
+	p := startProcess(t, "coredns", runEnv, filepath.Join(bin, "coredns"), moved(expand(c.Args, runEnv))...)
 	if err := p.waitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/ready", ready), 20*time.Second); err != nil {
 		t.Fatalf("CoreDNS with the ConfigMap's Corefile: %v", err)
 	}
 
+	for _, zone := range []string{zone, second} {
+		served(ctx, t, s, bin, p, dnsPort, zone)
+	}
+}
+
+// served puts a record of zone into etcd as skylb, and waits until the
+// CoreDNS p on dnsPort answers it, read as coredns.
+func served(ctx context.Context, t *testing.T, s *stack.Stack, bin string, p *process, dnsPort int, zone string) {
 	// A record written as skylb is served to DNS clients, read as coredns.
-	zone := env["SKYLB_DNS_ZONE"]
 	labels := strings.Split(zone, ".")
 	slices.Reverse(labels)
 	key := "/skydns/" + strings.Join(labels, "/") + "/manifests-test/x1"

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,6 +22,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skylb/skylb/internal/corefile"
+	"github.com/skylb/skylb/internal/dnsname"
 )
 
 // Controllers are the kube-controller-manager controllers the stack runs.
@@ -112,9 +114,9 @@ func (s *Stack) component(name string) (componentSpec, error) {
 			"--v=1",
 		}}, nil
 	case "coredns":
-		spec := s.corednsSpec(s.Corefile, s.CacheTTL, p.DNS, p.DNSHealth, p.DNSReady, p.DNSMetrics)
+		spec, err := s.corednsSpec("coredns", s.Corefile, s.CacheTTL, p.DNS, p.DNSHealth, p.DNSReady, p.DNSMetrics)
 		spec.args = append(spec.args, "-pidfile", s.CoreDNSPIDFile())
-		return spec, nil
+		return spec, err
 	case "coredns-reloader":
 		// As in CoreDNS's pod, it watches the views' blocks beside the
 		// Corefile.
@@ -151,11 +153,16 @@ func (s *Stack) pidFile(name string) string { return filepath.Join(s.Dir, name+"
 // skylb coredns-reloader.
 func (s *Stack) CoreDNSPIDFile() string { return s.pidFile("coredns") }
 
-// corednsSpec is the command line of a CoreDNS serving the zone from the DNS
-// etcd with corefile, on the given loopback ports.
-func (s *Stack) corednsSpec(corefile string, cacheTTL, dns, health, ready, metrics int) componentSpec {
+// corednsSpec is the command line of the CoreDNS name serving the zone from
+// the DNS etcd with corefile, on the given loopback ports. As in CoreDNS's
+// pod, corefile's zones are written in first (skylb corefile's
+// corefile.Render), into <Dir>/<name>.Corefile, which CoreDNS reads.
+func (s *Stack) corednsSpec(name, corefile string, cacheTTL, dns, health, ready, metrics int) (componentSpec, error) {
+	conf, err := s.renderCorefile(name, corefile)
+	if err != nil {
+		return componentSpec{}, err
+	}
 	env := []string{
-		"SKYLB_DNS_ZONE=" + s.Zone,
 		"SKYLB_DNS_BIND=127.0.0.1",
 		"SKYLB_DNS_PORT=" + strconv.Itoa(dns),
 		"SKYLB_DNS_CACHE_TTL=" + strconv.Itoa(cacheTTL),
@@ -170,32 +177,33 @@ func (s *Stack) corednsSpec(corefile string, cacheTTL, dns, health, ready, metri
 	for name, url := range EtcdEndpointVars(s.EtcdURLs) {
 		env = append(env, name+"="+url)
 	}
-	// withDefaults checked the reverse zones.
-	reverse, _ := reverseZoneVars(s.ReverseZones)
 	return componentSpec{
 		path: s.bin("coredns"),
 		// The Corefile's zones take the port of -dns.port.
-		args: []string{"-conf", corefile, "-dns.port", strconv.Itoa(dns)},
-		env:  append(env, reverse...),
-	}
+		args: []string{"-conf", conf, "-dns.port", strconv.Itoa(dns)},
+		env:  env,
+	}, nil
 }
 
-// reverseZoneVars returns the Corefile's variables of the reverse zones
-// given as CIDRs, each set, empty when it has none: one IPv4 and one IPv6
-// zone at most.
-func reverseZoneVars(zones []string) ([]string, error) {
-	vars := map[bool]string{}
-	for _, z := range zones {
-		p, err := netip.ParsePrefix(z)
-		if err != nil {
-			return nil, fmt.Errorf("stack: reverse zone %q: %w", z, err)
-		}
-		if _, ok := vars[p.Addr().Is4()]; ok {
-			return nil, fmt.Errorf("stack: reverse zone %q: the Corefile takes one reverse zone of each IP family", z)
-		}
-		vars[p.Addr().Is4()] = p.String()
+// renderCorefile writes corefile with the stack's zone and reverse zones in
+// place of their variables into <Dir>/<name>.Corefile, and returns its path.
+func (s *Stack) renderCorefile(name, path string) (string, error) {
+	template, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("stack: %w", err)
 	}
-	return []string{"SKYLB_DNS_REVERSE_ZONE_IPV4=" + vars[true], "SKYLB_DNS_REVERSE_ZONE_IPV6=" + vars[false]}, nil
+	// withDefaults checked the reverse zones.
+	reverse, _ := dnsname.ParseReverseZones(s.ReverseZones)
+	var names []string
+	for _, z := range reverse {
+		names = append(names, z.Name)
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(s.Dir, name+".Corefile")
+	return out, os.WriteFile(out, []byte(corefile.Render(string(template), dir, []string{s.Zone}, names)), 0o644)
 }
 
 // StartCoreDNS runs one more CoreDNS as the named process, serving the zone
@@ -219,7 +227,10 @@ func (s *Stack) StartCoreDNS(ctx context.Context, name, corefile string, cacheTT
 		}
 		taken[port], ports[i] = true, port
 	}
-	spec := s.corednsSpec(corefile, cacheTTL, ports[0], ports[1], ports[2], ports[3])
+	spec, err := s.corednsSpec(name, corefile, cacheTTL, ports[0], ports[1], ports[2], ports[3])
+	if err != nil {
+		return nil, "", err
+	}
 	spec.args = append(spec.args, "-pidfile", s.pidFile(name))
 	p := s.newProc(name, spec.path, spec.args, spec.env)
 	readyURL := fmt.Sprintf("http://127.0.0.1:%d/ready", ports[2])

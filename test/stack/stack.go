@@ -41,6 +41,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/skylb/skylb/internal/dnsname"
 )
 
 // Module is the Go module path of the repository the stack runs.
@@ -63,8 +65,7 @@ type Options struct {
 	// "example.org".
 	Zone string
 	// ReverseZones are the reverse zones CoreDNS serves beside Zone, as
-	// CIDRs: at most one IPv4 and one IPv6 prefix, the Corefile's
-	// SKYLB_DNS_REVERSE_ZONE_IPV4 and SKYLB_DNS_REVERSE_ZONE_IPV6. skylb
+	// CIDRs, the Corefile's SKYLB_REVERSE_ZONE. skylb
 	// publishes PTR records there when started with --reverse-zone.
 	ReverseZones []string
 	// Detach starts the processes in sessions of their own so that they
@@ -248,8 +249,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Zone == "" {
 		o.Zone = "example.org"
 	}
-	if _, err := reverseZoneVars(o.ReverseZones); err != nil {
-		return o, err
+	if _, err := dnsname.ParseReverseZones(o.ReverseZones); err != nil {
+		return o, fmt.Errorf("stack: reverse zones: %w", err)
 	}
 	if o.CacheTTL <= 0 {
 		o.CacheTTL = 1
