@@ -27,6 +27,7 @@ import (
 
 	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
+	"github.com/skylb/skylb/internal/dnsprobe"
 	"github.com/skylb/skylb/internal/health"
 	"github.com/skylb/skylb/internal/kubeclient"
 	"github.com/skylb/skylb/internal/leader"
@@ -65,6 +66,13 @@ type Config struct {
 	FailbackHoldDown time.Duration
 	// HTTPAddress is where /healthz, /readyz and /metrics are served; empty disables them.
 	HTTPAddress string
+	// CoreDNSAddress is the DNS address (host:port) of the CoreDNS that
+	// serves skylb's zones. skylb asks it, at start and every minute,
+	// whether it answers each zone of Source.Zones and ReverseZones
+	// authoritatively (package dnsprobe), and says so when one is not
+	// served: its records would be published and never answered. Empty
+	// disables the check; Once does not run it.
+	CoreDNSAddress string
 
 	// LeaderElect runs leader election: only the leader writes.
 	LeaderElect bool
@@ -156,6 +164,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	pub, reg := newPublisher(cfg, etcd, m, elector)
 	recorder, stopEvents := eventRecorder(ctx, clients.Kube, cfg.EventQPS, cfg.Log.WithField("component", "events"))
 	defer stopEvents()
+	served := zoneChecker(cfg, clients.Kube, recorder)
 	ccfg := controllerConfig(cfg, clients, m, elector, pub.views)
 	var blocks *blockKeeper
 	if !cfg.DryRun && !cfg.Once {
@@ -172,7 +181,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	// The publisher tells the controller of the names other clusters hold
 	// through their claims: an input of the controller's, like the objects.
 	pub.TellClaims(ctrl.ClusterClaim, ctrl.ClusterShare)
-	register(m, cfg, pub, ctrl, elector, reg, recorder)
+	register(m, cfg, pub, ctrl, elector, reg, recorder, served)
 
 	if cfg.HTTPAddress != "" {
 		srv, err := serveHTTP(cfg.HTTPAddress, m, func() error {
@@ -202,6 +211,12 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	if reg != nil {
 		g.Go(func() error {
 			reg.Run(ctx)
+			return nil
+		})
+	}
+	if served != nil {
+		g.Go(func() error {
+			served.Run(ctx)
 			return nil
 		})
 	}
@@ -506,7 +521,7 @@ func (l guardList) Compares() ([]clientv3.Cmp, error) {
 }
 
 // register exposes the components' counters as metrics.
-func register(m *metrics.Metrics, cfg Config, pub *publishers, ctrl *controller.Controller, el *leader.Elector, reg *registry.Registry, events *eventGate) {
+func register(m *metrics.Metrics, cfg Config, pub *publishers, ctrl *controller.Controller, el *leader.Elector, reg *registry.Registry, events *eventGate, served *dnsprobe.Checker) {
 	zones := dnsname.WithReverse(cfg.Source.Zones, cfg.ReverseZones)
 	zoneOf := func(stored string) string {
 		best := ""
@@ -621,6 +636,16 @@ func register(m *metrics.Metrics, cfg Config, pub *publishers, ctrl *controller.
 	m.Gauge("skylb_etcd_reachable", "1 while the connection to etcd is up.", func() float64 {
 		return float64(boolInt(pub.Reachable()))
 	})
+	if served != nil {
+		m.Vec("skylb_zone_served", "1 while CoreDNS (--coredns-address) answers the zone authoritatively; 0 while it answers, and not for the zone: its Corefile does not serve it, and the zone's records are published and not answered; -1 while no answer tells (CoreDNS starting or unreachable). Absent without --coredns-address.", prometheus.GaugeValue,
+			[]string{"zone"}, func() map[string]float64 {
+				out := map[string]float64{}
+				for zn, s := range served.States() {
+					out[zn] = zoneServedValue(s)
+				}
+				return out
+			})
+	}
 }
 
 // maxAddressSeries bounds skylb_address_healthy: with --address-source=pods

@@ -83,6 +83,9 @@ func (o *options) config() (app.Config, error) {
 	if err := checkAddress("--http-address", o.httpAddress); err != nil {
 		return app.Config{}, err
 	}
+	if err := checkAddress("--coredns-address", o.corednsAddress); err != nil {
+		return app.Config{}, err
+	}
 	// A missing file is waited for (see app.WaitForFiles); any other error is final.
 	if err := o.etcdFiles(); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return app.Config{}, err
@@ -113,6 +116,7 @@ func (o *options) config() (app.Config, error) {
 		EtcdTimeout:      5 * time.Second,
 		EtcdMaxTxnOps:    o.etcdMaxTxnOps,
 		HTTPAddress:      o.httpAddress,
+		CoreDNSAddress:   o.corednsAddress,
 		GatewayAPI:       o.gatewayAPI,
 		GatewayPoll:      o.gatewayPoll,
 		Log:              log,

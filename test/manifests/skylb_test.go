@@ -3,6 +3,8 @@ package manifests
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -48,6 +50,7 @@ func skylbRuns(ctx context.Context, t *testing.T, s *stack.Stack, rr *rendering,
 	for flag, want := range map[string]string{
 		"etcd-ca-file": tls + "/ca.crt", "etcd-cert-file": tls + "/tls.crt", "etcd-key-file": tls + "/tls.key",
 		"etcd-endpoints": "https://etcd-client.skylb-dns.svc:2379", "http-address": ":8080",
+		"coredns-address": "coredns.skylb-coredns.svc:53",
 		"leader-elect": "true", "leader-elect-id": "skylb",
 	} {
 		if got, _ := flagValue(args, flag); got != want {
@@ -92,6 +95,7 @@ func skylbRuns(ctx context.Context, t *testing.T, s *stack.Stack, rr *rendering,
 	args = setFlag(args, "etcd-cert-file", filepath.Join(s.Certs, "skylb.crt"))
 	args = setFlag(args, "etcd-key-file", filepath.Join(s.Certs, "skylb.key"))
 	args = setFlag(args, "http-address", fmt.Sprintf("127.0.0.1:%d", httpPort))
+	args = setFlag(args, "coredns-address", s.DNSAddr)
 	args = setFlag(args, "kubeconfig", kubeconfig)
 	t0 := time.Now()
 	// With the pod's environment too, where every SKYLB_<FLAG> of the
@@ -154,6 +158,18 @@ func skylbRuns(ctx context.Context, t *testing.T, s *stack.Stack, rr *rendering,
 	waitFor(ctx, t, 20*time.Second, "CoreDNS to answer "+name, p, func() bool {
 		ips, err := s.LookupA(ctx, name)
 		return err == nil && slices.Equal(ips, []string{nodeIP})
+	})
+	// It asked CoreDNS (the stack's, in place of the Deployment's) whether it
+	// serves the zone.
+	served := fmt.Sprintf("skylb_zone_served{zone=%q} 1", env["SKYLB_ZONE"])
+	waitFor(ctx, t, 20*time.Second, "skylb to find its zone served: "+served, p, func() bool {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", httpPort))
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), "\n"+served+"\n")
 	})
 	t.Logf("skylb led, wrote the status, sent an Event and published %s after %.1fs", name, time.Since(t0).Seconds())
 	if log := p.log(); strings.Contains(strings.ToLower(log), "forbidden") {
