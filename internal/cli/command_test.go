@@ -103,7 +103,8 @@ func TestCommandHelpListsItsOwnFlags(t *testing.T) {
 	want := map[string][]string{
 		"records": {"claim-prefix", "etcd-ca-file", "etcd-cert-file", "etcd-endpoints", "etcd-key-file", "etcd-prefix",
 			"etcd-server-name", "output", "owner-id", "view", "view-zone"},
-		"delegation": {"allowed-cidrs", "denied-cidrs", "kubeconfig", "nameserver", "nameserver-selector", "node-address-types", "zone"},
+		"delegation": {"allowed-cidrs", "denied-cidrs", "forward-service", "kubeconfig", "nameserver", "nameserver-selector", "node-address-types", "zone"},
+		"corefile":   {"in", "out", "reverse-zone", "zone"},
 		"version":    nil,
 	}
 	all := listedFlags(func() string { _, out, _ := runArgs("help", "run"); return out }())

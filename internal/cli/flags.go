@@ -38,6 +38,7 @@ type options struct {
 	viewNetworks     []string
 	corednsViews     string
 	corednsAddress   string
+	forwardService   string // skylb delegation's own
 	lbClass          string
 	nodeAddrTypes    []string
 	ingressService   string

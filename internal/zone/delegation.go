@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"strings"
 )
 
@@ -23,7 +24,7 @@ func Parent(zone string) string {
 // parent's zone file. It fails when there is no nameserver.
 func PrintDelegation(w io.Writer, zones []string, ns []Nameserver) error {
 	if len(ns) == 0 {
-		return errors.New("no nameservers: give --nameserver (or --nameserver-selector with a reachable cluster)")
+		return ErrNoNameservers
 	}
 	var b strings.Builder
 	for i, z := range zones {
@@ -71,6 +72,41 @@ func PrintDelegation(w io.Writer, zones []string, ns []Nameserver) error {
 					parent, child, n.Host(z), n.Addr)
 			}
 		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ErrNoNameservers is PrintDelegation's error when there is no nameserver.
+var ErrNoNameservers = errors.New("no nameservers: give --nameserver (or --nameserver-selector with a reachable cluster)")
+
+// PrintForwarders writes, for each zone, the conditional-forwarder settings
+// of the servers that forward to another port than 53 (BIND, Unbound,
+// dnsmasq) for the DNS server at port of addrs: a NodePort of the nodes, when
+// no nameserver answers on port 53, where a delegation, and Windows DNS,
+// need it.
+func PrintForwarders(w io.Writer, zones []string, addrs []netip.Addr, port int) error {
+	if len(addrs) == 0 {
+		return ErrNoNameservers
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "; No nameserver answers the zones on port 53, which a delegation (NS records) and\n")
+	fmt.Fprintf(&b, "; Windows DNS need: add CoreDNS's component deploy/hostnetwork for them. Meanwhile,\n")
+	fmt.Fprintf(&b, "; forward the zones to port %d of the nodes (a conditional forwarder):\n", port)
+	for i, z := range zones {
+		if i > 0 {
+			b.WriteString(";\n")
+		}
+		bind, unbound, dnsmasq := make([]string, len(addrs)), make([]string, len(addrs)), make([]string, len(addrs))
+		for j, a := range addrs {
+			bind[j] = fmt.Sprintf("%s port %d", a, port)
+			unbound[j] = fmt.Sprintf(";       forward-addr: %s@%d", a, port)
+			dnsmasq[j] = fmt.Sprintf(";     server=/%s/%s#%d", z, a, port)
+		}
+		fmt.Fprintf(&b, ";   BIND (named.conf):\n")
+		fmt.Fprintf(&b, ";     zone %q { type forward; forward only; forwarders { %s; }; };\n", z, strings.Join(bind, "; "))
+		fmt.Fprintf(&b, ";   Unbound (unbound.conf):\n;     forward-zone:\n;       name: %q\n%s\n", z, strings.Join(unbound, "\n"))
+		fmt.Fprintf(&b, ";   dnsmasq:\n%s\n", strings.Join(dnsmasq, "\n"))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

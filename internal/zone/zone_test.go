@@ -1,6 +1,7 @@
 package zone
 
 import (
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
@@ -288,5 +289,25 @@ func TestParent(t *testing.T) {
 		if got := Parent(in); got != want {
 			t.Errorf("Parent(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestPrintForwarders(t *testing.T) {
+	var b strings.Builder
+	if err := PrintForwarders(&b, []string{"k8s.example.com"}, addrs("192.0.2.11", "192.0.2.12"), 30053); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"; No nameserver answers the zones on port 53",
+		`zone "k8s.example.com" { type forward; forward only; forwarders { 192.0.2.11 port 30053; 192.0.2.12 port 30053; }; };`,
+		";       forward-addr: 192.0.2.11@30053\n;       forward-addr: 192.0.2.12@30053\n",
+		";     server=/k8s.example.com/192.0.2.12#30053\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("PrintForwarders() lacks %q:\n%s", want, b.String())
+		}
+	}
+	if err := PrintForwarders(&b, []string{"k8s.example.com"}, nil, 30053); !errors.Is(err, ErrNoNameservers) {
+		t.Errorf("PrintForwarders() without addresses = %v, want ErrNoNameservers", err)
 	}
 }

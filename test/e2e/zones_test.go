@@ -2,7 +2,7 @@ package e2e
 
 // The tests in this file ask the stack's CoreDNS, as skylb does with
 // --coredns-address, whether it serves a zone: the one of its Corefile (the
-// stack's SKYLB_DNS_ZONE and reverse zones) it does, any other it does not,
+// stack's SKYLB_ZONE and reverse zones) it does, any other it does not,
 // and an etcd that is down changes nothing of that.
 
 import (

@@ -51,7 +51,7 @@ func skylbRuns(ctx context.Context, t *testing.T, s *stack.Stack, rr *rendering,
 		"etcd-ca-file": tls + "/ca.crt", "etcd-cert-file": tls + "/tls.crt", "etcd-key-file": tls + "/tls.key",
 		"etcd-endpoints": "https://etcd-client.skylb-dns.svc:2379", "http-address": ":8080",
 		"coredns-address": "coredns.skylb-coredns.svc:53",
-		"leader-elect": "true", "leader-elect-id": "skylb",
+		"leader-elect":    "true", "leader-elect-id": "skylb",
 	} {
 		if got, _ := flagValue(args, flag); got != want {
 			t.Errorf("skylb --%s=%q, want %q", flag, got, want)
