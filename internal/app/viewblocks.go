@@ -3,7 +3,10 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -44,6 +47,9 @@ type blockKeeper struct {
 	cfg     ViewBlocks
 	prefix  string
 	zones   []string // the forward zones, which the views' blocks serve
+	// coredns is CoreDNS's Service, NAMESPACE/NAME, when --coredns-address
+	// names one: warnHiddenClients reads it.
+	coredns string
 	views   []source.View
 	kube    kubeclient.Interface
 	nodes   func() []*corev1.Node
@@ -59,6 +65,7 @@ func newBlockKeeper(cfg Config, kube kubeclient.Interface) *blockKeeper {
 	}
 	return &blockKeeper{
 		cfg: *cfg.ViewBlocks, prefix: cfg.Prefix, zones: cfg.Source.Zones, views: cfg.Source.Views, kube: kube,
+		coredns: serviceOf(cfg.CoreDNSAddress),
 		changed: make(chan struct{}, 1),
 		log:     cfg.Log.WithField("component", "view-blocks"),
 	}
@@ -98,6 +105,7 @@ func (k *blockKeeper) render() string {
 func (k *blockKeeper) run(ctx context.Context) {
 	t := time.NewTicker(viewBlocksCheck)
 	defer t.Stop()
+	k.warnHiddenClients(ctx)
 	check := true
 	for {
 		var retry <-chan time.Time
@@ -169,3 +177,50 @@ func (k *blockKeeper) sync(ctx context.Context, check bool) error {
 }
 
 var errNoViewConfigMap = errors.New("no such ConfigMap: it is shipped with CoreDNS (coredns/deploy/views.yaml)")
+
+// serviceOf returns NAMESPACE/NAME of the Service a DNS address names as
+// NAME.NAMESPACE.svc[.DOMAIN]:PORT, or "".
+func serviceOf(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	labels := strings.Split(strings.TrimSuffix(host, "."), ".")
+	if len(labels) < 3 || labels[2] != "svc" {
+		return ""
+	}
+	return labels[1] + "/" + labels[0]
+}
+
+// warnHiddenClients warns once when views answer clients by their networks
+// and CoreDNS's Service hands CoreDNS a node's address in place of the
+// client's (a NodePort or LoadBalancer Service with externalTrafficPolicy
+// Cluster): outside clients could then be answered from a view of the nodes'
+// networks. A Service that cannot be read says nothing: CoreDNS may run on
+// the host network (deploy/hostnetwork), where it sees the clients.
+func (k *blockKeeper) warnHiddenClients(ctx context.Context) {
+	if k.coredns == "" || !strings.Contains(k.render(), "\tview ") {
+		return
+	}
+	ns, name, _ := strings.Cut(k.coredns, "/")
+	var svc corev1.Service
+	if err := k.kube.Get(ctx, kubeclient.Services, ns, name, &svc); err != nil {
+		k.log.WithError(err).Debugf("CoreDNS's Service %s: not read", k.coredns)
+		return
+	}
+	if msg := hiddenClients(&svc); msg != "" {
+		k.log.Warnf("the views are chosen by the client's address, and CoreDNS's Service %s %s: clients outside may be answered from a view of the nodes' networks; give it externalTrafficPolicy: Local, or serve with the component deploy/hostnetwork (coredns/README.md, Views)", k.coredns, msg)
+	}
+}
+
+// hiddenClients says how svc hides its clients' addresses from its pods, or
+// returns "" when it does not.
+func hiddenClients(svc *corev1.Service) string {
+	switch {
+	case svc.Spec.Type != corev1.ServiceTypeNodePort && svc.Spec.Type != corev1.ServiceTypeLoadBalancer:
+		return ""
+	case svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal:
+		return ""
+	}
+	return fmt.Sprintf("(%s, externalTrafficPolicy: Cluster) hands CoreDNS a node's address in place of the client's", svc.Spec.Type)
+}

@@ -101,3 +101,63 @@ func TestBlockKeeper(t *testing.T) {
 	// CoreDNS has nothing to reload for.
 	onlyReads("no views")
 }
+
+func TestServiceOf(t *testing.T) {
+	for addr, want := range map[string]string{
+		"coredns.skylb-coredns.svc:53":               "skylb-coredns/coredns",
+		"coredns.skylb-coredns.svc.cluster.local:53": "skylb-coredns/coredns",
+		"127.0.0.1:53": "", "dns.example.org:53": "", "coredns.skylb-coredns.svc": "",
+	} {
+		if got := serviceOf(addr); got != want {
+			t.Errorf("serviceOf(%q) = %q, want %q", addr, got, want)
+		}
+	}
+}
+
+// TestWarnHiddenClients: views chosen by the client's address warn when
+// CoreDNS's Service hands CoreDNS node addresses, and only then.
+func TestWarnHiddenClients(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name     string
+		svc      *corev1.ServiceSpec // nil: no Service
+		networks bool
+		warn     bool
+	}{
+		{name: "NodePort, Cluster", svc: &corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort}, networks: true, warn: true},
+		{name: "LoadBalancer, Cluster", svc: &corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster}, networks: true, warn: true},
+		{name: "NodePort, Local", svc: &corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort,
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal}, networks: true},
+		{name: "headless (host network)", svc: &corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: corev1.ClusterIPNone}, networks: true},
+		{name: "no Service", networks: true},
+		{name: "a view without networks", svc: &corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			kube := kubefake.New()
+			if tt.svc != nil {
+				svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "skylb-coredns", Name: "coredns"}, Spec: *tt.svc}
+				if _, err := kube.CoreV1().Services("skylb-coredns").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			log, hook := logrus.New(), &countHook{}
+			log.AddHook(hook)
+			k := &blockKeeper{prefix: "/skydns", zones: []string{"example.org"}, coredns: "skylb-coredns/coredns",
+				views: []source.View{{Name: "internal", Source: source.ModePods}}, kube: kube, log: log}
+			if tt.networks {
+				k.cfg.Networks = map[string][]netip.Prefix{"internal": {netip.MustParsePrefix("10.0.0.0/8")}}
+			}
+			k.warnHiddenClients(ctx)
+			if got := hook.warnings > 0; got != tt.warn {
+				t.Errorf("warned: %v, want %v", got, tt.warn)
+			}
+		})
+	}
+}
+
+// countHook counts the warnings logged.
+type countHook struct{ warnings int }
+
+func (h *countHook) Levels() []logrus.Level   { return []logrus.Level{logrus.WarnLevel} }
+func (h *countHook) Fire(*logrus.Entry) error { h.warnings++; return nil }

@@ -109,6 +109,7 @@ func TestDeploy(t *testing.T) {
 	t.Run("skylb leader deleted", e.skylbLeaderDeleted)
 	t.Run("etcd leader deleted", e.etcdLeaderDeleted)
 	t.Run("etcd scaled to zero", e.etcdScaledToZero)
+	t.Run("two zones", e.twoZones)
 	t.Run("CoreDNS on host port 53", e.hostNetwork)
 	t.Run("memory", e.memory)
 	t.Run("a zone's view", e.zoneView)
