@@ -44,9 +44,9 @@ const viewBlocksRetry = 5 * time.Second
 
 // blockKeeper writes the views' blocks into the ConfigMap of ViewBlocks.
 type blockKeeper struct {
-	cfg     ViewBlocks
-	prefix  string
-	zones   []string // the forward zones, which the views' blocks serve
+	cfg    ViewBlocks
+	prefix string
+	zones  []string // the forward zones, which the views' blocks serve
 	// coredns is CoreDNS's Service, NAMESPACE/NAME, when --coredns-address
 	// names one: warnHiddenClients reads it.
 	coredns string
