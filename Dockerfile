@@ -5,6 +5,10 @@
 # A static binary (no cgo) on distroless "static", running as the non-root user
 # 65532. Multi-platform builds (docker buildx --platform linux/amd64,linux/arm64)
 # cross-compile on the build machine.
+# Without Docker, scripts/image.sh builds it from this recipe: the go build line
+# below, read as written, for linux/amd64 and linux/arm64, on the files of
+# distroless static:nonroot that skylb uses; it writes the image to a file,
+# imports it into containerd or pushes it to a registry.
 
 FROM --platform=$BUILDPLATFORM golang:1.26 AS build
 WORKDIR /src

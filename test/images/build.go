@@ -13,8 +13,6 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-
-	"github.com/skylb/skylb/test/stack"
 )
 
 // Options configures Build.
@@ -152,7 +150,12 @@ func (b *builder) writeCached(s *spec) (Image, error) {
 func (b *builder) goBuild(ctx context.Context, pkg, out string, env []string, flags ...string) (string, error) {
 	bin := b.cacheDir("bin", out)
 	args := append(append([]string{"build"}, flags...), "-o", bin, pkg)
-	cmd := exec.CommandContext(ctx, stack.GoTool(), args...)
+	// The go command of PATH: go test puts its own first there, and the
+	// scripts that run this package's commands (cluster.sh, image.sh) add
+	// Go's usual install location. Not test/stack's GoTool: a command of
+	// this package (cmd/skylb-image) would then compile all of the test
+	// stack's dependencies.
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = b.Root
 	cmd.Env = append(append(os.Environ(), "GOWORK=off"), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {

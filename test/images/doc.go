@@ -30,6 +30,11 @@
 //     agnhost command scripts/build-bins.sh builds from k8s.io/kubernetes
 //     on the Debian packages of the commands the network specs run in it.
 //
+// BuildSkylb builds skylb's image for users the same way, for several
+// platforms at once (an image index, the binaries cross-compiled), with OCI
+// labels; WriteLayout and WriteDockerArchive write it out. cmd/skylb-image,
+// which scripts/image.sh runs, writes or pushes it.
+//
 // A built tarball is kept under Options.Cache, named by a hash of everything
 // that goes into it, so that a second Build only checks its inputs.
 package images

@@ -3,7 +3,6 @@ package images
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,16 +17,20 @@ func TestDockerfileBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := dockerfileBuild(string(b), "v9.9.9", "0123abc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := goBuildCommand{
-		Env:   []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + runtime.GOARCH},
-		Flags: []string{"-trimpath", "-tags", "grpcnotrace", "-ldflags", "-s -w -X github.com/skylb/skylb/internal/cli.version=v9.9.9 -X github.com/skylb/skylb/internal/cli.commit=0123abc"},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("dockerfileBuild(Dockerfile) mismatch (-want +got):\n%s", diff)
+	for _, arch := range []string{"amd64", "arm64"} {
+		t.Run(arch, func(t *testing.T) {
+			got, err := dockerfileBuild(string(b), "v9.9.9", "0123abc", arch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := goBuildCommand{
+				Env:   []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + arch},
+				Flags: []string{"-trimpath", "-tags", "grpcnotrace", "-ldflags", "-s -w -X github.com/skylb/skylb/internal/cli.version=v9.9.9 -X github.com/skylb/skylb/internal/cli.commit=0123abc"},
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("dockerfileBuild(Dockerfile, %s) mismatch (-want +got):\n%s", arch, diff)
+			}
+		})
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // entry is one file, directory or symlink of an image's single layer.
@@ -50,11 +51,12 @@ func symlink(p, target string) entry {
 	return entry{Path: p, Link: target, Mode: 0o777 | fs.ModeSymlink}
 }
 
-// spec describes one image: its references, the entries of its layer and
-// its configuration.
+// spec describes one image: its references, its platform, the entries of its
+// layer and its configuration.
 type spec struct {
 	Name    string    `json:"name"` // file name of the tarball, without the hash
 	Refs    []string  `json:"refs"`
+	Arch    string    `json:"arch,omitempty"` // GOARCH of its programs (OS linux); empty: the host's
 	Entries []entry   `json:"entries"`
 	Config  v1.Config `json:"config"`
 }
@@ -155,31 +157,54 @@ func tarMode(m fs.FileMode) int64 {
 	return mode
 }
 
-// write writes the image as a docker-archive tarball at out (through a
-// temporary file, so that out is complete or absent).
-func (s *spec) write(out string) error {
+// image returns the image: one layer and the configuration, for linux and
+// the spec's architecture, with OCI media types (which a docker-archive
+// tarball does not record).
+func (s *spec) image() (v1.Image, error) {
 	tarLayer, err := s.layer()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(tarLayer)), nil
-	})
+	}, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
+	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	img, err := mutate.AppendLayers(base, layer)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	p := s.platform()
+	cf.OS, cf.Architecture, cf.Variant = p.OS, p.Architecture, p.Variant
 	cf.Config = s.Config
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
+	return mutate.ConfigFile(img, cf)
+}
+
+// platform returns the image's platform: linux, the spec's architecture,
+// and for arm64 the variant v8, as Docker and containerd name it.
+func (s *spec) platform() v1.Platform {
+	p := v1.Platform{OS: "linux", Architecture: s.Arch}
+	if p.Architecture == "" {
+		p.Architecture = runtime.GOARCH
+	}
+	if p.Architecture == "arm64" {
+		p.Variant = "v8"
+	}
+	return p
+}
+
+// write writes the image as a docker-archive tarball at out (through a
+// temporary file, so that out is complete or absent).
+func (s *spec) write(out string) error {
+	img, err := s.image()
+	if err != nil {
 		return err
 	}
 	tags := map[name.Reference]v1.Image{}

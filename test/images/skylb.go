@@ -19,8 +19,8 @@ type goBuildCommand struct {
 
 // dockerfileBuild reads the Dockerfile's RUN instruction that runs
 // "go build" and returns its variables and flags, with the build arguments
-// VERSION, COMMIT, TARGETOS and TARGETARCH replaced.
-func dockerfileBuild(dockerfile, version, commit string) (goBuildCommand, error) {
+// VERSION, COMMIT, TARGETOS (linux) and TARGETARCH (arch, a GOARCH) replaced.
+func dockerfileBuild(dockerfile, version, commit, arch string) (goBuildCommand, error) {
 	var run string
 	for _, instr := range instructions(dockerfile) {
 		if strings.HasPrefix(instr, "RUN ") && strings.Contains(instr, " go build ") {
@@ -34,7 +34,7 @@ func dockerfileBuild(dockerfile, version, commit string) (goBuildCommand, error)
 	words, err := shellWords(strings.NewReplacer(
 		"${VERSION}", version, "$VERSION", version, "${COMMIT}", commit, "$COMMIT", commit,
 		"$TARGETOS", "linux", "${TARGETOS}", "linux",
-		"$TARGETARCH", runtime.GOARCH, "${TARGETARCH}", runtime.GOARCH,
+		"$TARGETARCH", arch, "${TARGETARCH}", arch,
 	).Replace(run))
 	if err != nil {
 		return goBuildCommand{}, fmt.Errorf("Dockerfile: %w", err)
@@ -115,22 +115,38 @@ func shellWords(s string) ([]string, error) {
 // skylb is skylb's image, as the Dockerfile builds it: the binary built with
 // the Dockerfile's own go build command, on distroless static:nonroot.
 func (b *builder) skylb(ctx context.Context) (*spec, error) {
+	// No commit: as in a docker build without --build-arg COMMIT.
+	return b.skylbFor(ctx, b.refs.Skylb, Tag(b.refs.Skylb), "", runtime.GOARCH, nil)
+}
+
+// skylbFor is skylb's image for linux/arch (a GOARCH), tagged ref, as the
+// Dockerfile builds it with the build arguments VERSION and COMMIT, with the
+// given labels. As the Dockerfile does, it runs "skylb --version" when arch
+// is the host's, and fails unless skylb reports version.
+func (b *builder) skylbFor(ctx context.Context, ref, version, commit, arch string, labels map[string]string) (*spec, error) {
 	dockerfile, err := os.ReadFile(filepath.Join(b.Root, "Dockerfile"))
 	if err != nil {
 		return nil, err
 	}
-	version := Tag(b.refs.Skylb)
-	// No commit: as in a docker build without --build-arg COMMIT.
-	c, err := dockerfileBuild(string(dockerfile), version, "")
+	c, err := dockerfileBuild(string(dockerfile), version, commit, arch)
 	if err != nil {
 		return nil, err
 	}
-	bin, err := b.goBuild(ctx, ".", "skylb", c.Env, c.Flags...)
+	out := "skylb"
+	if arch != runtime.GOARCH {
+		out = "skylb-linux-" + arch
+	}
+	bin, err := b.goBuild(ctx, ".", out, c.Env, c.Flags...)
 	if err != nil {
 		return nil, err
+	}
+	if arch == runtime.GOARCH && runtime.GOOS == "linux" {
+		if err := checkVersion(ctx, bin, "skylb "+version+"\n", "--version"); err != nil {
+			return nil, err
+		}
 	}
 	return &spec{
-		Name: "skylb", Refs: []string{b.refs.Skylb},
+		Name: "skylb", Refs: []string{ref}, Arch: arch,
 		Entries: append(distrolessFiles(), file("/skylb", bin, 0o755)),
 		Config: v1.Config{
 			Entrypoint:   []string{"/skylb"},
@@ -138,6 +154,7 @@ func (b *builder) skylb(ctx context.Context) (*spec, error) {
 			WorkingDir:   "/home/nonroot",
 			Env:          []string{defaultPath, "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
 			ExposedPorts: map[string]struct{}{"8080/tcp": {}},
+			Labels:       labels,
 		},
 	}, nil
 }
