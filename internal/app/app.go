@@ -134,7 +134,7 @@ const DefaultEventQPS = 10
 // DefaultStartGCPercent is the GOGC of the cold start, when the live heap
 // is largest: at 10,000 Services and 2,000 Ingresses the peak RSS is 71.6 to
 // 71.8 MiB at 20 against 74.0 to 74.8 MiB at 25 and 88 MiB or more at 100,
-// for a tenth of a second of CPU time or less (see scripts/README.md).
+// for a tenth of a second of CPU time or less (see test/bench/README.md).
 const DefaultStartGCPercent = 20
 
 // Clients are the API clients skylb reads from.

@@ -261,7 +261,7 @@ func (r *results) checkTargets() {
 	}
 }
 
-// markdown renders the results as the table of scripts/README.md: skylb's
+// markdown renders the results as the table of test/bench/README.md: skylb's
 // column, its targets, and, when it ran, external-dns's column on the same
 // stack and objects with the ratio external-dns / skylb.
 func (r *results) markdown() string {
