@@ -76,16 +76,16 @@ func writeCorefile(o *options, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// deprecatedZones takes the zones from the Corefile's former variables when
-// neither --zone nor --reverse-zone is set, and says so.
+// deprecatedZones takes the zones from the Corefile's former variables,
+// each when its new one is not set (--zone, --reverse-zone), and says so.
 func (o *options) deprecatedZones(stderr io.Writer) {
-	if len(o.zones) > 0 || len(o.reverseZones) > 0 {
-		return
-	}
-	if z := strings.TrimSpace(o.env["SKYLB_DNS_ZONE"]); z != "" {
+	if z := strings.TrimSpace(o.env["SKYLB_DNS_ZONE"]); z != "" && len(o.zones) == 0 {
 		o.zones = []string{z}
 		o.fromEnv["zone"] = "SKYLB_DNS_ZONE"
 		fmt.Fprintln(stderr, "skylb: SKYLB_DNS_ZONE is deprecated: set SKYLB_ZONE, skylb's own setting, to the same zones")
+	}
+	if o.flags.Changed("reverse-zone") {
+		return
 	}
 	for _, name := range deprecatedZoneVars[1:] {
 		if z := strings.TrimSpace(o.env[name]); z != "" {

@@ -24,6 +24,8 @@ func TestCorefileCommand(t *testing.T) {
 			wantKeys: "a.example.org b.example.org 2.0.192.in-addr.arpa 8.b.d.0.1.0.0.2.ip6.arpa {"},
 		{name: "the former variables", env: map[string]string{"SKYLB_DNS_ZONE": "example.org", "SKYLB_DNS_REVERSE_ZONE_IPV4": "192.0.2.0/24", "SKYLB_DNS_REVERSE_ZONE_IPV6": ""},
 			wantKeys: "example.org 2.0.192.in-addr.arpa {", wantStderr: "skylb: SKYLB_DNS_ZONE is deprecated: set SKYLB_ZONE"},
+		{name: "the new zone, the former reverse zone", env: map[string]string{"SKYLB_ZONE": "example.org", "SKYLB_DNS_REVERSE_ZONE_IPV4": "192.0.2.0/24"},
+			wantKeys: "example.org 2.0.192.in-addr.arpa {", wantStderr: "skylb: SKYLB_DNS_REVERSE_ZONE_IPV4 is deprecated: set SKYLB_REVERSE_ZONE"},
 		{name: "a malformed zone", env: map[string]string{"SKYLB_ZONE": "a.example.org,bad_zone!"}, wantCode: 2, wantStderr: "(from SKYLB_ZONE)"},
 		{name: "no zone", env: nil, wantCode: 2, wantStderr: "skylb: --zone: "},
 	}
