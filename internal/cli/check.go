@@ -10,14 +10,14 @@ import (
 )
 
 // check runs "skylb check": it validates the settings of skylb run as run
-// does, connecting to nothing, and prints those that differ from their
-// defaults with where each came from.
+// does, connecting to nothing, and prints those given, with where each came
+// from.
 func check(o *options, stdout, stderr io.Writer) int {
 	if _, err := o.config(); err != nil {
 		fmt.Fprintln(stderr, "skylb:", withEnv(err, o.fromEnv))
 		return 2
 	}
-	fmt.Fprintln(stdout, "The settings are valid; skylb run starts with these, the others at their defaults:")
+	fmt.Fprintln(stdout, "The settings are valid; skylb run starts with these given, the others at their defaults:")
 	o.flags.VisitAll(func(f *pflag.Flag) {
 		if !f.Changed {
 			return

@@ -7,6 +7,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os/signal"
@@ -44,6 +45,9 @@ func Run(args []string, stdout, stderr io.Writer, environ []string) int {
 	case isHelp(err):
 		c.usage(stdout)
 		return 0
+	case errors.As(err, new(settingError)):
+		fmt.Fprintln(stderr, "skylb:", err)
+		return 2
 	case err != nil:
 		return usageError(stderr, c.name, err)
 	}
@@ -51,7 +55,10 @@ func Run(args []string, stdout, stderr io.Writer, environ []string) int {
 		for _, line := range unknown {
 			fmt.Fprintln(stderr, "skylb:", line)
 		}
-		if c.name == "check" {
+		// The commands that check settings, or write them for another
+		// program (CoreDNS's init container), refuse them; the others
+		// warn and go on.
+		if c.name == "check" || c.name == "corefile" {
 			return 2
 		}
 	}

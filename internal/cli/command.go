@@ -31,7 +31,7 @@ func commands() []command {
 			about:    "Publishes LoadBalancer Services, Ingresses and Gateway API routes as SkyDNS records in etcd,\nfor CoreDNS's etcd plugin to serve, until it is stopped (or once, with --once).",
 			allFlags: true, run: serve},
 		{name: "check", summary: "check the settings of skylb run, from its flags and SKYLB_<FLAG> variables, and exit",
-			about:    "Checks the settings skylb run would start with, from its flags and the SKYLB_<FLAG>\nvariables, as skylb run does, without connecting to anything, and prints those\nthat differ from their defaults with where each came from. It exits 0 when skylb run\nwould start, and 2 with a line naming the setting when not, or when a SKYLB_\nvariable is no setting.",
+			about:    "Checks the settings skylb run would start with, from its flags and the SKYLB_<FLAG>\nvariables, as skylb run does, without connecting to anything, and prints those\ngiven, with where each came from. It exits 0 when skylb run\nwould start, and 2 with a line naming the setting when not, or when a SKYLB_\nvariable is no setting.",
 			allFlags: true, run: check},
 		{name: "records", summary: "list the records and claims in etcd by name and owner",
 			about: "Lists the records and claims in etcd by name and owner, as a table, JSON or YAML.\nIt only reads.",

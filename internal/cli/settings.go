@@ -68,7 +68,7 @@ func settingsFromEnv(fs *pflag.FlagSet, env map[string]string) (map[string]strin
 			return
 		}
 		if serr := setFromEnv(fs, f, value); serr != nil {
-			err = fmt.Errorf("%w (from %s)", serr, name)
+			err = settingError{fmt.Errorf("%w (from %s)", serr, name)}
 			return
 		}
 		set[f.Name] = name
@@ -224,3 +224,10 @@ func describe(f *pflag.Flag) string {
 	}
 	return f.Value.String()
 }
+
+// settingError is a value of the environment that its flag refuses: the
+// environment, not the command line, is to be corrected, so no usage
+// follows it.
+type settingError struct{ error }
+
+func (e settingError) Unwrap() error { return e.error }

@@ -207,3 +207,19 @@ func TestCorefileVars(t *testing.T) {
 		t.Errorf("corefileVars against the Corefile's {$VAR}s (-corefileVars +Corefile):\n%s", diff)
 	}
 }
+
+// TestSettingErrorIsOneLine: a malformed value of the environment is one
+// line naming the flag and the variable, without the command line's usage;
+// skylb corefile refuses an unknown variable, as skylb check does.
+func TestSettingErrorIsOneLine(t *testing.T) {
+	var out, errs strings.Builder
+	if code := Run([]string{"check", "--zone=example.org"}, &out, &errs, env(map[string]string{"SKYLB_TTL": "thirty"})); code != 2 ||
+		errs.String() != "skylb: --ttl: \"thirty\" is not a whole number (from SKYLB_TTL)\n" {
+		t.Errorf("skylb check with SKYLB_TTL=thirty = %d, %q; want 2 and one line", code, errs.String())
+	}
+	errs.Reset()
+	if code := Run([]string{"corefile", "--in=x", "--out=-"}, &out, &errs, env(map[string]string{"SKYLB_ZONE": "example.org", "SKYLB_REVERSE_ZONES": "192.0.2.0/24"})); code != 2 ||
+		!strings.Contains(errs.String(), "SKYLB_REVERSE_ZONES is no setting of skylb's; did you mean SKYLB_REVERSE_ZONE?") {
+		t.Errorf("skylb corefile with SKYLB_REVERSE_ZONES = %d, %q; want 2 and the variable named", code, errs.String())
+	}
+}

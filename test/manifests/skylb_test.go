@@ -50,12 +50,14 @@ func skylbRuns(ctx context.Context, t *testing.T, s *stack.Stack, rr *rendering,
 	for flag, want := range map[string]string{
 		"etcd-ca-file": tls + "/ca.crt", "etcd-cert-file": tls + "/tls.crt", "etcd-key-file": tls + "/tls.key",
 		"etcd-endpoints": "https://etcd-client.skylb-dns.svc:2379", "http-address": ":8080",
-		"coredns-address": "coredns.skylb-coredns.svc:53",
 		"leader-elect":    "true", "leader-elect-id": "skylb",
 	} {
 		if got, _ := flagValue(args, flag); got != want {
 			t.Errorf("skylb --%s=%q, want %q", flag, got, want)
 		}
+	}
+	if got := env["SKYLB_COREDNS_ADDRESS"]; got != "coredns.skylb-coredns.svc:53" {
+		t.Errorf("skylb SKYLB_COREDNS_ADDRESS=%q, want CoreDNS's Service, coredns.skylb-coredns.svc:53", got)
 	}
 	// The Lease is in the pod's own namespace, wherever an overlay puts it.
 	if got, ok := flagValue(args, "leader-elect-namespace"); ok {

@@ -53,6 +53,9 @@ per entry of .Values.settings.
 {{- if eq $name "SKYLB_NAMESPACE" -}}
 {{- fail (printf "settings.%s: set it with the value namespaces, which grants skylb those namespaces" $flag) -}}
 {{- end -}}
+{{- if and (eq $name "SKYLB_COREDNS_ADDRESS") $.Values.corednsAddress -}}
+{{- fail (printf "settings.%s: set it with the value corednsAddress" $flag) -}}
+{{- end -}}
 {{- if and (eq $name "SKYLB_COREDNS_VIEWS") $.Values.corednsViews -}}
 {{- fail (printf "settings.%s: set it with the value corednsViews" $flag) -}}
 {{- end -}}
@@ -65,6 +68,9 @@ per entry of .Values.settings.
 {{- $_ := set $data "SKYLB_OWNER_ID" (include "skylb.join" (required "ownerId is required" .Values.ownerId)) -}}
 {{- if .Values.namespaces -}}
 {{- $_ := set $data "SKYLB_NAMESPACE" (include "skylb.join" .Values.namespaces) -}}
+{{- end -}}
+{{- if .Values.corednsAddress -}}
+{{- $_ := set $data "SKYLB_COREDNS_ADDRESS" .Values.corednsAddress -}}
 {{- end -}}
 {{- if .Values.corednsViews -}}
 {{- $_ := set $data "SKYLB_COREDNS_VIEWS" .Values.corednsViews -}}
