@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,38 +13,15 @@ import (
 	"github.com/skylb/skylb/test/stack"
 )
 
-var (
-	skylbOnce sync.Once
-	skylbBin  string
-	skylbErr  error
-)
-
-// skylb builds skylb from root once, for the tests of this package.
-func skylb(t *testing.T, root string) string {
+// buildSkylb builds skylb from root into a directory of the test's.
+func buildSkylb(t *testing.T, root string) string {
 	t.Helper()
-	skylbOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "skylb-chart-")
-		if err != nil {
-			skylbErr = err
-			return
-		}
-		skylbBin = filepath.Join(dir, "skylb")
-		if out, err := exec.Command(stack.GoTool(), "build", "-o", skylbBin, root).CombinedOutput(); err != nil {
-			skylbErr = &buildError{err: err, out: string(out)}
-		}
-	})
-	if skylbErr != nil {
-		t.Fatal(skylbErr)
+	bin := filepath.Join(t.TempDir(), "skylb")
+	if out, err := exec.Command(stack.GoTool(), "build", "-o", bin, root).CombinedOutput(); err != nil {
+		t.Fatalf("go build skylb: %v\n%s", err, out)
 	}
-	return skylbBin
+	return bin
 }
-
-type buildError struct {
-	err error
-	out string
-}
-
-func (e *buildError) Error() string { return "go build skylb: " + e.err.Error() + "\n" + e.out }
 
 // varRef is a $(VAR) of a container's arguments, which the kubelet expands.
 var varRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
@@ -53,7 +29,7 @@ var varRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 // checkRender runs "skylb check" with the arguments and environment the
 // kubelet would give skylb's container in objs: its ConfigMap's data, its
 // own variables, and $(VAR) expanded. It returns the exit code and output.
-func checkRender(t *testing.T, root string, objs map[string]object) (int, string) {
+func checkRender(t *testing.T, skylb string, objs map[string]object) (int, string) {
 	t.Helper()
 	c := container(t, objs, "Deployment skylb/skylb")
 	env := map[string]string{}
@@ -77,7 +53,7 @@ func checkRender(t *testing.T, root string, objs map[string]object) (int, string
 			return m
 		}))
 	}
-	cmd := exec.Command(skylb(t, root), args...)
+	cmd := exec.Command(skylb, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -115,6 +91,7 @@ func readmeValues(t *testing.T, root string) string {
 // start it; a mistake in a value is refused naming the setting.
 func TestValuesThroughSkylb(t *testing.T) {
 	root := stack.Root(t)
+	skylb := buildSkylb(t, root)
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -131,7 +108,7 @@ func TestValuesThroughSkylb(t *testing.T) {
 		{name: "a malformed value", args: []string{"--set", "settings.ttl=thirty"}, want: `--ttl: "thirty" is not a whole number (from SKYLB_TTL)`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			code, out := checkRender(t, root, helmTemplate(t, root, "skylb", "skylb", tt.args...))
+			code, out := checkRender(t, skylb, helmTemplate(t, root, "skylb", "skylb", tt.args...))
 			switch {
 			case tt.want == "" && code != 0:
 				t.Errorf("skylb check = %d, want 0:\n%s", code, out)
