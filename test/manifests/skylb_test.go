@@ -50,7 +50,7 @@ func skylbRuns(ctx context.Context, t *testing.T, s *stack.Stack, rr *rendering,
 	for flag, want := range map[string]string{
 		"etcd-ca-file": tls + "/ca.crt", "etcd-cert-file": tls + "/tls.crt", "etcd-key-file": tls + "/tls.key",
 		"etcd-endpoints": "https://etcd-client.skylb-dns.svc:2379", "http-address": ":8080",
-		"leader-elect":    "true", "leader-elect-id": "skylb",
+		"leader-elect": "true", "leader-elect-id": "skylb",
 	} {
 		if got, _ := flagValue(args, flag); got != want {
 			t.Errorf("skylb --%s=%q, want %q", flag, got, want)
