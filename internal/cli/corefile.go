@@ -54,10 +54,7 @@ func writeCorefile(o *options, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skylb: --in: %s has no %s: CoreDNS would serve none of --zone\n", o.corefile.in, corefile.ZoneVar)
 		return 2
 	}
-	var names []string
-	for _, z := range reverse {
-		names = append(names, z.Name)
-	}
+	names := dnsname.WithReverse(nil, reverse)
 	dir, err := filepath.Abs(filepath.Dir(o.corefile.in))
 	if err != nil {
 		fmt.Fprintln(stderr, "skylb: --in:", err)

@@ -194,10 +194,7 @@ func (s *Stack) renderCorefile(name, path string) (string, error) {
 	}
 	// withDefaults checked the reverse zones.
 	reverse, _ := dnsname.ParseReverseZones(s.ReverseZones)
-	var names []string
-	for _, z := range reverse {
-		names = append(names, z.Name)
-	}
+	names := dnsname.WithReverse(nil, reverse)
 	dir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
 		return "", err
