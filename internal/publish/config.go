@@ -143,5 +143,3 @@ type Want struct {
 	// Observed is when the Kubernetes change behind it was seen, or zero.
 	Observed time.Time
 }
-
-// keyBase returns the path of a stored name, which every key of the name

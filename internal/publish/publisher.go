@@ -15,6 +15,7 @@ import (
 	"github.com/skylb/skylb/internal/skydns"
 )
 
+// keyBase returns the path of a stored name, which every key of the name
 // begins with: its SRV records' keys lie beneath it too (skydns.HeldBy).
 func (p *Publisher) keyBase(stored string) string { return skydns.Path(p.cfg.Prefix, stored) }
 
