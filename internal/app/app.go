@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"runtime/debug"
 	"slices"
@@ -161,26 +160,26 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 		cfg.Leader.Log = cfg.Log.WithField("component", "leader")
 		elector = leader.New(cfg.Leader, clients.Kube, etcd)
 	}
-	pub, reg := newPublisher(cfg, etcd, m, elector)
+	// The default view's publisher decides on the names other clusters
+	// claim, and the controller tells the objects behind them: both are
+	// handed the one Verdicts.
+	verdicts := publish.NewVerdicts()
+	pub, reg := newPublisher(cfg, etcd, m, elector, verdicts)
 	recorder, stopEvents := eventRecorder(ctx, clients.Kube, cfg.EventQPS, cfg.Log.WithField("component", "events"))
 	defer stopEvents()
 	served := zoneChecker(cfg, clients.Kube, recorder)
-	ccfg := controllerConfig(cfg, clients, m, elector, pub.views)
-	var blocks *blockKeeper
-	if !cfg.DryRun && !cfg.Once {
-		if blocks = newBlockKeeper(cfg, clients.Kube); blocks != nil {
-			ccfg.NodesChanged = blocks.nodesChanged
-		}
+	ccfg := controllerConfig(cfg, clients, m, elector, verdicts)
+	// The views' blocks follow the nodes, which the controller watches.
+	keepBlocks := cfg.ViewBlocks != nil && !cfg.DryRun && !cfg.Once
+	nodesChanged := make(chan struct{}, 1)
+	if keepBlocks {
+		ccfg.NodesChanged = nodesChanged
 	}
-	ctrl := controller.New(ccfg, clients.Kube, pub.Publisher, recorder)
+	ctrl := controller.New(ccfg, clients.Kube, pub, recorder)
 	var leading []func(context.Context)
-	if blocks != nil {
-		blocks.nodes = ctrl.Nodes
-		leading = append(leading, blocks.run)
+	if keepBlocks {
+		leading = append(leading, newBlockKeeper(cfg, clients.Kube, ctrl.Nodes, nodesChanged).run)
 	}
-	// The publisher tells the controller of the names other clusters hold
-	// through their claims: an input of the controller's, like the objects.
-	pub.TellClaims(ctrl.ClusterClaim, ctrl.ClusterShare)
 	register(m, cfg, pub, ctrl, elector, reg, recorder, served)
 
 	if cfg.HTTPAddress != "" {
@@ -213,6 +212,18 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 			reg.Run(ctx)
 			return nil
 		})
+		// Writes paused for another scope's instance compare everything
+		// with etcd again once it has gone.
+		g.Go(func() error {
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-reg.Resolved():
+					pub.Resync()
+				}
+			}
+		})
 	}
 	if served != nil {
 		g.Go(func() error {
@@ -241,7 +252,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 // newPublisher returns the publisher of cfg and, unless this is a dry run,
 // the registry of the scopes sharing its owner id, which guards its writes
 // (with the elector's fence when there is one).
-func newPublisher(cfg Config, etcd *clientv3.Client, m *metrics.Metrics, elector *leader.Elector) (*publishers, *registry.Registry) {
+func newPublisher(cfg Config, etcd *clientv3.Client, m *metrics.Metrics, elector *leader.Elector, verdicts *publish.Verdicts) (*publish.Group, *registry.Registry) {
 	pubCfg := publish.Config{
 		Prefix:             cfg.Prefix,
 		Owner:              cfg.Owner,
@@ -251,6 +262,7 @@ func newPublisher(cfg Config, etcd *clientv3.Client, m *metrics.Metrics, elector
 		DryRun:             cfg.DryRun,
 		ObservePropagation: func(d time.Duration) { m.Propagation.Observe(d.Seconds()) },
 		ClaimPrefix:        cfg.ClaimPrefix,
+		Verdicts:           verdicts,
 		RecordExpiry:       cfg.RecordExpiry,
 		FailbackHoldDown:   cfg.FailbackHoldDown,
 		Log:                cfg.Log.WithField("component", "publisher"),
@@ -262,7 +274,6 @@ func newPublisher(cfg Config, etcd *clientv3.Client, m *metrics.Metrics, elector
 	// waits for another's.
 	var (
 		reg    *registry.Registry
-		pub    *publishers
 		guards guardList
 	)
 	scopePrefix := cfg.ScopePrefix
@@ -272,8 +283,7 @@ func newPublisher(cfg Config, etcd *clientv3.Client, m *metrics.Metrics, elector
 	if !cfg.DryRun {
 		reg = registry.New(etcd, registry.Config{
 			Prefix: scopePrefix, Scope: cfg.Scope.String(), Identity: cfg.Identity, Timeout: cfg.EtcdTimeout,
-			OnResolved: func() { pub.Resync() },
-			Log:        cfg.Log.WithField("component", "registry"),
+			Log: cfg.Log.WithField("component", "registry"),
 		})
 		guards = append(guards, reg)
 	}
@@ -284,22 +294,18 @@ func newPublisher(cfg Config, etcd *clientv3.Client, m *metrics.Metrics, elector
 	if len(guards) > 0 {
 		pubCfg.Guard = guards
 	}
-	pub = &publishers{}
-	if len(cfg.Source.Views) > 0 {
-		// The views write a name only while the default view answers it,
-		// and decide again when that changes.
-		pubCfg.OnAnswer = pub.recheck
+	views := make([]string, len(cfg.Source.Views))
+	for i, v := range cfg.Source.Views {
+		views[i] = v.Name
 	}
-	pub.Publisher = publish.New(etcd, pubCfg)
-	pub.views = viewPublishers(etcd, cfg, pubCfg, pub.Publisher)
-	return pub, reg
+	return publish.NewGroup(etcd, pubCfg, views...), reg
 }
 
 // controllerConfig returns the controller's configuration from cfg.
-func controllerConfig(cfg Config, clients Clients, m *metrics.Metrics, elector *leader.Elector, views map[string]*publish.Publisher) controller.Config {
+func controllerConfig(cfg Config, clients Clients, m *metrics.Metrics, elector *leader.Elector, verdicts *publish.Verdicts) controller.Config {
 	c := controller.Config{
 		Source:           cfg.Source,
-		Views:            controllerViews(views),
+		Verdicts:         verdicts,
 		Scope:            cfg.Scope,
 		ResyncInterval:   cfg.ResyncInterval,
 		DryRun:           cfg.DryRun,
@@ -342,7 +348,7 @@ func coldStart(ctx context.Context, gcPercent int, ctrl *controller.Controller, 
 // lead runs the health checks, and each of also once the caches have synced,
 // until ctx ends; with an elector, only while this replica leads, which is
 // also when the publisher writes.
-func lead(ctx context.Context, elector *leader.Elector, pub *publishers, ctrl *controller.Controller, also ...func(context.Context)) error {
+func lead(ctx context.Context, elector *leader.Elector, pub *publish.Group, ctrl *controller.Controller, also ...func(context.Context)) error {
 	if elector == nil {
 		var wg sync.WaitGroup
 		if len(also) > 0 {
@@ -390,7 +396,7 @@ func runAll(ctx context.Context, fs []func(context.Context)) {
 
 // notReady returns every reason skylb is not ready, on one line, or nil when
 // it is.
-func notReady(clients Clients, pub *publishers, ctrl *controller.Controller) error {
+func notReady(clients Clients, pub *publish.Group, ctrl *controller.Controller) error {
 	var reasons []string
 	if clients.APIServerErr != nil {
 		if err := clients.APIServerErr(); err != nil {
@@ -443,7 +449,7 @@ func waitUntil(ctx context.Context, cond func() bool) error {
 
 // once waits until everything is published and writes a summary. It fails at
 // once when an instance of another scope runs with the same owner id.
-func once(ctx context.Context, cfg Config, pub *publishers, ctrl *controller.Controller, reg *registry.Registry) error {
+func once(ctx context.Context, cfg Config, pub *publish.Group, ctrl *controller.Controller, reg *registry.Registry) error {
 	timeout := cfg.OnceTimeout
 	if timeout == 0 {
 		timeout = 2 * time.Minute
@@ -484,9 +490,9 @@ func once(ctx context.Context, cfg Config, pub *publishers, ctrl *controller.Con
 			fmt.Fprintf(cfg.Summary, "%sdeletions held back by --max-delete-ratio: %d\n", prefix, s.HeldDeletes)
 		}
 	}
-	summarise("", pub.Publisher)
-	for _, name := range slices.Sorted(maps.Keys(pub.views)) {
-		summarise("view "+name+": ", pub.views[name])
+	summarise("", pub.View(""))
+	for _, name := range pub.Views() {
+		summarise("view "+name+": ", pub.View(name))
 	}
 	return nil
 }
@@ -521,7 +527,7 @@ func (l guardList) Compares() ([]clientv3.Cmp, error) {
 }
 
 // register exposes the components' counters as metrics.
-func register(m *metrics.Metrics, cfg Config, pub *publishers, ctrl *controller.Controller, el *leader.Elector, reg *registry.Registry, events *eventGate, served *dnsprobe.Checker) {
+func register(m *metrics.Metrics, cfg Config, pub *publish.Group, ctrl *controller.Controller, el *leader.Elector, reg *registry.Registry, events *eventGate, served *dnsprobe.Checker) {
 	zones := dnsname.WithReverse(cfg.Source.Zones, cfg.ReverseZones)
 	zoneOf := func(stored string) string {
 		best := ""
@@ -538,12 +544,12 @@ func register(m *metrics.Metrics, cfg Config, pub *publishers, ctrl *controller.
 			pub.CountRecords(func(stored string, t skydns.Type) { out[zoneOf(stored)+metrics.LabelSep+string(t)]++ })
 			return out
 		})
-	if len(pub.views) > 0 {
+	if views := pub.Views(); len(views) > 0 {
 		m.Vec("skylb_view_records", "Records skylb wants published in each view besides the default one (--view), by view, zone and type.", prometheus.GaugeValue,
 			[]string{"view", "zone", "type"}, func() map[string]float64 {
 				out := map[string]float64{}
-				for name, v := range pub.views {
-					v.CountRecords(func(stored string, t skydns.Type) {
+				for _, name := range views {
+					pub.View(name).CountRecords(func(stored string, t skydns.Type) {
 						out[name+metrics.LabelSep+zoneOf(stored)+metrics.LabelSep+string(t)]++
 					})
 				}

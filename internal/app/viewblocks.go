@@ -53,30 +53,19 @@ type blockKeeper struct {
 	views   []source.View
 	kube    kubeclient.Interface
 	nodes   func() []*corev1.Node
-	changed chan struct{}
+	changed <-chan struct{} // signalled when the nodes change: a zone's networks may have
 	log     logrus.FieldLogger
 	written string // the blocks last written or found, to log a change once
 	failed  string // the last failure logged, so that it is logged once
 }
 
-func newBlockKeeper(cfg Config, kube kubeclient.Interface) *blockKeeper {
-	if cfg.ViewBlocks == nil {
-		return nil
-	}
+// newBlockKeeper returns the keeper of cfg.ViewBlocks, which must be set,
+// reading the nodes from nodes and told of their changes by changed.
+func newBlockKeeper(cfg Config, kube kubeclient.Interface, nodes func() []*corev1.Node, changed <-chan struct{}) *blockKeeper {
 	return &blockKeeper{
 		cfg: *cfg.ViewBlocks, prefix: cfg.Prefix, zones: cfg.Source.Zones, views: cfg.Source.Views, kube: kube,
-		coredns: serviceOf(cfg.CoreDNSAddress),
-		changed: make(chan struct{}, 1),
-		log:     cfg.Log.WithField("component", "view-blocks"),
-	}
-}
-
-// nodesChanged tells the keeper that the nodes changed: a zone's networks
-// may have. It never blocks.
-func (k *blockKeeper) nodesChanged() {
-	select {
-	case k.changed <- struct{}{}:
-	default:
+		coredns: serviceOf(cfg.CoreDNSAddress), nodes: nodes, changed: changed,
+		log: cfg.Log.WithField("component", "view-blocks"),
 	}
 }
 

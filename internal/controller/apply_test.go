@@ -49,7 +49,7 @@ func TestApply(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			log := logrus.New()
 			log.SetOutput(io.Discard)
-			pub := publish.New(nil, publish.Config{Prefix: "/skydns", Owner: "cluster1", Log: log})
+			pub := publish.NewGroup(nil, publish.Config{Prefix: "/skydns", Owner: "cluster1", Log: log})
 			recorder := record.NewFakeRecorder(10)
 			c := New(Config{
 				Source: source.Config{Zones: zones, TTL: 30}, DryRun: tt.dryRun,

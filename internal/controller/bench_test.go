@@ -56,7 +56,7 @@ func benchCluster(namespaces, services, ingresses int) []runtime.Object {
 
 // emptyAtStart is a Publisher that found etcd empty, as at a first start,
 // without an etcd to read.
-type emptyAtStart struct{ *publish.Publisher }
+type emptyAtStart struct{ *publish.Group }
 
 func (emptyAtStart) Loaded(context.Context) map[string]uint64 { return map[string]uint64{} }
 
@@ -79,7 +79,7 @@ func BenchmarkSyncAll(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
 				kube := kubefake.New(objs...)
-				pub := publish.New(nil, publish.Config{Prefix: "/skydns", Owner: "bench", Log: log})
+				pub := publish.NewGroup(nil, publish.Config{Prefix: "/skydns", Owner: "bench", Log: log})
 				c := New(Config{Source: source.Config{Zones: zones, TTL: 30}, Log: log}, kube, emptyAtStart{pub}, &record.FakeRecorder{}) // no channel: Events are dropped
 				ctx, cancel := context.WithCancel(context.Background())
 				stop := c.runInformers(ctx)
@@ -132,7 +132,7 @@ func BenchmarkSyncService100Endpoints(b *testing.B) {
 		b.Fatal(err)
 	}
 	kube := kubefake.New(objs...)
-	pub := publish.New(nil, publish.Config{Prefix: "/skydns", Owner: "bench", Log: log})
+	pub := publish.NewGroup(nil, publish.Config{Prefix: "/skydns", Owner: "bench", Log: log})
 	// Not leading: no status is queued, so the measure is the records alone.
 	c := New(Config{Source: source.Config{Zones: zones, TTL: 30}, Leading: func() bool { return false }, Log: log},
 		kube, pub, &record.FakeRecorder{}) // no channel: Events are dropped

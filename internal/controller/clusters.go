@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -26,11 +27,32 @@ const (
 	ReasonClusterHeldDown  = "ClusterHeldDown"
 )
 
-// ClusterClaim tells the objects publishing a stored name that another cluster
-// sharing the etcd holds it or a name nested with it, or that it is theirs
-// again. The publisher calls it whenever its decision on the name's claim
-// changes.
-func (c *Controller) ClusterClaim(stored string, d arbitrate.Decision) {
+// runVerdicts tells the objects of the publisher's decisions on their names
+// (Config.Verdicts) until ctx ends.
+func (c *Controller) runVerdicts(ctx context.Context) {
+	vs := c.cfg.Verdicts
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-vs.Ready():
+		}
+		told := vs.Take()
+		for _, v := range told {
+			if v.Share != nil {
+				c.clusterShare(v.Stored, *v.Share, v.Was)
+			} else {
+				c.clusterClaim(v.Stored, *v.Claim)
+			}
+		}
+		vs.Done(len(told))
+	}
+}
+
+// clusterClaim tells the objects publishing a stored name that another
+// cluster sharing the etcd holds it or a name nested with it, or that it is
+// theirs again: the publisher's decision on the name's claim changed.
+func (c *Controller) clusterClaim(stored string, d arbitrate.Decision) {
 	c.decideLocked(func(out *outcome) { c.clusterClaimLocked(out, stored, d) })
 }
 
@@ -69,12 +91,11 @@ func (c *Controller) clusterClaimLocked(out *outcome, stored string, d arbitrate
 	})
 }
 
-// ClusterShare tells the objects publishing a stored name shared with other
+// clusterShare tells the objects publishing a stored name shared with other
 // clusters that this cluster starts or stops answering it, waits for its
-// failback hold-down, or disagrees with the others on the policy. The
-// publisher calls it whenever its decision on the name changes, with the
-// decision before (nil for the first).
-func (c *Controller) ClusterShare(stored string, s arbitrate.Sharing, was *arbitrate.Sharing) {
+// failback hold-down, or disagrees with the others on the policy: the
+// publisher's decision on the name changed from was (nil for the first).
+func (c *Controller) clusterShare(stored string, s arbitrate.Sharing, was *arbitrate.Sharing) {
 	c.decideLocked(func(out *outcome) { c.clusterShareLocked(out, stored, s, was) })
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -35,10 +34,12 @@ import (
 	"github.com/skylb/skylb/internal/source"
 )
 
-// Publisher receives the records the controller wants published.
+// Publisher receives the records the controller wants published, in the
+// default view and in each view of Config.Source.Views; *publish.Group is one.
 type Publisher interface {
-	// Set replaces what is wanted at one stored name.
-	Set(stored string, w publish.Want)
+	// Set replaces what is wanted at one stored name of a view, "" for
+	// the default view.
+	Set(view, stored string, w publish.Want)
 	// Complete says every wanted name has been Set.
 	Complete()
 	// Resync compares everything with etcd once more.
@@ -90,20 +91,21 @@ type Config struct {
 	// CustomResourceDefinitions, so that Gateway API CRDs installed later
 	// are picked up within seconds rather than at the next GatewayPoll.
 	CRDs metadata.Interface
-	// Views are the publishers of the views besides the default one, by
-	// view name (Source.Views): each gets the records of every name in its
-	// view (see rank.Result.Views).
-	Views map[string]Publisher
-	// NodesChanged, when set, is called after a Node is added or deleted,
-	// or its labels, pod CIDRs or addresses change; Nodes gives them.
-	NodesChanged func()
+	// Verdicts, when set, are the default view's publisher's decisions on
+	// the names other clusters sharing the etcd claim: the controller tells
+	// the objects publishing them with Events.
+	Verdicts *publish.Verdicts
+	// NodesChanged, when set, is signalled (never blocking) after a Node is
+	// added or deleted, or its labels, pod CIDRs or addresses change; Nodes
+	// gives them.
+	NodesChanged chan<- struct{}
 	Log          logrus.FieldLogger
 }
 
 // Controller turns Services and Ingresses into records.
 type Controller struct {
 	cfg      Config
-	pub      publishers
+	pub      Publisher
 	recorder record.EventRecorder
 	kube     API
 
@@ -236,7 +238,7 @@ func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Co
 	c := &Controller{
 		cfg:      cfg,
 		gw:       gw,
-		pub:      publishers{Publisher: pub, views: cfg.Views},
+		pub:      pub,
 		recorder: recorder,
 		kube:     kube,
 		caches: caches{
@@ -280,7 +282,7 @@ func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Co
 
 // newIndex returns the ranking index of cfg.
 func newIndex(cfg Config) *rank.Index {
-	x := rank.NewIndex(cfg.Source.MaxAddresses, slices.Sorted(maps.Keys(cfg.Views))...)
+	x := rank.NewIndex(cfg.Source.MaxAddresses, viewNames(cfg.Source.Views)...)
 	x.SetReverseZones(cfg.ReverseZones)
 	return x
 }
@@ -297,7 +299,12 @@ func (c *Controller) Nodes() []*corev1.Node {
 
 // WaitIdle waits until the records the controller handed over, in every
 // view, are written, or ctx ends.
-func (c *Controller) WaitIdle(ctx context.Context) error { return c.pub.WaitIdle(ctx) }
+func (c *Controller) WaitIdle(ctx context.Context) error {
+	if err := c.pub.WaitIdle(ctx); err != nil {
+		return err
+	}
+	return c.cfg.Verdicts.Wait(ctx)
+}
 
 // Run starts the informers, waits for their caches, publishes everything once and
 // then follows changes until ctx ends.
@@ -348,6 +355,9 @@ func (c *Controller) Run(ctx context.Context) error {
 			defer wg.Done()
 			c.runZones(ctx)
 		}()
+	}
+	if c.cfg.Verdicts != nil {
+		wg.Go(func() { c.runVerdicts(ctx) })
 	}
 	if c.gw != nil {
 		wg.Add(1)

@@ -35,7 +35,7 @@ type env struct {
 	t        *testing.T
 	kube     *fake.Clientset
 	etcd     *clientv3.Client
-	pub      *publish.Publisher
+	pub      *publish.Group
 	recorder *record.FakeRecorder
 	events   []string
 }
@@ -67,7 +67,7 @@ func runScoped(t *testing.T, srv *etcdtest.Server, cfg source.Config, sc scope.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.pub = publish.New(e.etcd, publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
+	e.pub = publish.NewGroup(e.etcd, publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
 	cfg.Zones, cfg.TTL, cfg.DefaultNamespace, cfg.ApexNamespaces = zones, 30, "default", []string{"default"}
 	ctrl := controller.New(controller.Config{Source: cfg, Scope: sc, Log: quietLog()}, kubefake.For(e.kube), e.pub, e.recorder)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -50,7 +50,7 @@ func (c *Controller) decide(keys []string, loaded map[string]uint64) (outcome, e
 			return outcome{}, fmt.Errorf("sync %s: %w", key, err)
 		}
 		if pub != nil {
-			names += len(pub.Names) * (1 + len(c.cfg.Views))
+			names += len(pub.Names) * (1 + len(c.cfg.Source.Views))
 			if len(c.cfg.ReverseZones) > 0 {
 				names += len(pub.Addresses)
 			}

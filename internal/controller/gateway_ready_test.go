@@ -23,7 +23,7 @@ func TestReadyWithoutGatewayAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := publish.New(srv.NewClient(t), publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
+	pub := publish.NewGroup(srv.NewClient(t), publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
 	ctrl := controller.New(controller.Config{
 		Source:     source.Config{Zones: zones, TTL: 30, AddressSource: source.ModeStatus},
 		GatewayAPI: true, GatewayPoll: time.Hour,

@@ -94,8 +94,9 @@ func (c *Controller) handleSlices(inf informerSet) {
 // the addresses published for it: readiness, addresses, exclusion, deletion.
 func (c *Controller) handleNodes(inf informerSet) {
 	changed := func() {
-		if c.cfg.NodesChanged != nil {
-			c.cfg.NodesChanged()
+		select {
+		case c.cfg.NodesChanged <- struct{}{}:
+		default:
 		}
 	}
 	all := func(any) {

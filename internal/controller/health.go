@@ -45,7 +45,7 @@ func (c *Controller) checkHealth(out *outcome, src string, pub *source.Publicati
 	keep, failOpen := c.health.choose(src, pub, healthy)
 	pub.Keep(keep)
 	// Other clusters sharing the object's names learn of it through its
-	// claims (see ClusterShare).
+	// claims (see clusterShare).
 	pub.Unhealthy = failOpen
 	if failOpen {
 		pub.Problems = append(pub.Problems, source.Problem{

@@ -23,15 +23,26 @@ import (
 func TestNodesChanged(t *testing.T) {
 	n1 := node("node-1", true, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.11"})
 	kube := fake.NewClientset(n1)
-	pub := publish.New(etcdtest.Start(t).NewClient(t), publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
+	pub := publish.NewGroup(etcdtest.Start(t).NewClient(t), publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
 	var told atomic.Int32
+	changed := make(chan struct{}, 1)
 	ctrl := controller.New(controller.Config{Source: source.Config{AddressSource: source.ModeStatus}, Log: quietLog(),
-		NodesChanged: func() { told.Add(1) }}, kubefake.For(kube), pub, record.NewFakeRecorder(10))
+		NodesChanged: changed}, kubefake.For(kube), pub, record.NewFakeRecorder(10))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = ctrl.Run(ctx)
+	}()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+				told.Add(1)
+			}
+		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	waitFor := func(what string, cond func() bool) {
@@ -65,7 +76,7 @@ func TestNodesChanged(t *testing.T) {
 	waitFor("the label's change", func() bool { return told.Load() > 0 })
 	waitFor("the cache's label", func() bool { return ctrl.Nodes()[0].Labels[corev1.LabelTopologyZone] == "zone-a" })
 	if got := told.Load(); got != 1 {
-		t.Errorf("NodesChanged called %d times for a heartbeat and a label, want once", got)
+		t.Errorf("NodesChanged signalled %d times for a heartbeat and a label, want once", got)
 	}
 	update(func(n *corev1.Node) { n.Spec.PodCIDRs = []string{"10.244.1.0/24"} })
 	waitFor("the pod network's change", func() bool { return told.Load() == 2 })

@@ -1,7 +1,7 @@
 package controller
 
 import (
-	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -77,9 +77,10 @@ func (o *outcome) event(pub *source.Publication, kind, reason, message string) {
 // (a zone's nameservers, a health verdict, another cluster's claim or
 // share). Objects go
 // through decide, which takes mu itself. Lock order everywhere: mu, then
-// order.mu (see order), then the publisher's. apply runs without mu, and the
-// publisher tells the controller of claims (ClusterClaim, ClusterShare)
-// without holding its own lock, so that neither waits for the other.
+// order.mu (see order), then the publisher's. apply runs without mu; the
+// publisher's decisions on claims come through Config.Verdicts, read by a
+// goroutine of the controller's, so the publisher never calls the
+// controller.
 func (c *Controller) decideLocked(f func(out *outcome)) {
 	var out outcome
 	c.mu.Lock()
@@ -93,7 +94,7 @@ func (c *Controller) decideLocked(f func(out *outcome)) {
 // is a dry run, targets to the prober, status to the status queue while
 // leading, and requeued keys to the queue.
 func (c *Controller) apply(out outcome) {
-	c.order.hand(out.seq, out.records, c.pub.set)
+	c.order.hand(out.seq, out.records, c.pub.Set)
 	for _, p := range out.probes {
 		c.health.prober.Want(p.source, p.targets)
 	}
@@ -169,47 +170,12 @@ func (o *order) hand(seq uint64, records []wanted, set func(view, stored string,
 	}
 }
 
-// publishers are the default view's publisher and those of the views.
-type publishers struct {
-	Publisher                      // the default view's
-	views     map[string]Publisher // by view name
-}
-
-// set hands what is wanted at a stored name to its view's publisher.
-func (p publishers) set(view, stored string, w publish.Want) {
-	if view == "" {
-		p.Publisher.Set(stored, w)
-		return
+// viewNames returns the names of views, sorted.
+func viewNames(views []source.View) []string {
+	out := make([]string, len(views))
+	for i, v := range views {
+		out[i] = v.Name
 	}
-	p.views[view].Set(stored, w)
-}
-
-// Complete says to every publisher that every wanted name has been Set.
-func (p publishers) Complete() {
-	p.Publisher.Complete()
-	for _, v := range p.views {
-		v.Complete()
-	}
-}
-
-// Resync has every publisher compare everything with etcd once more.
-func (p publishers) Resync() {
-	p.Publisher.Resync()
-	for _, v := range p.views {
-		v.Resync()
-	}
-}
-
-// WaitIdle waits until every publisher has written everything Set, or ctx
-// ends.
-func (p publishers) WaitIdle(ctx context.Context) error {
-	if err := p.Publisher.WaitIdle(ctx); err != nil {
-		return err
-	}
-	for _, v := range p.views {
-		if err := v.WaitIdle(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
+	slices.Sort(out)
+	return out
 }

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -211,7 +210,7 @@ func (c *Controller) syncZones(ctx context.Context) {
 		z.ns, z.refused, z.synced = ns, refused, true
 		// The zones' records are the same in every view but for what
 		// the view's objects publish at the apex.
-		for _, view := range append([]string{""}, slices.Sorted(maps.Keys(c.cfg.Views))...) {
+		for _, view := range append([]string{""}, viewNames(c.cfg.Source.Views)...) {
 			granted := z.granted[view]
 			for stored, records := range zone.Records(z.zones, ns, c.cfg.Source.TTL, granted) {
 				_, apex := z.apexZone[stored]

@@ -38,7 +38,7 @@ func runZones(t *testing.T, srv *etcdtest.Server, zc controller.ZoneConfig, reve
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.pub = publish.New(e.etcd, publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
+	e.pub = publish.NewGroup(e.etcd, publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
 	cfg := source.Config{Zones: zones, TTL: 30, DefaultNamespace: "default", AddressSource: source.ModeStatus, ApexNamespaces: []string{"default"}}
 	ctrl := controller.New(controller.Config{Source: cfg, Zone: &zc, ReverseZones: reverse, Log: quietLog()}, kubefake.For(e.kube), e.pub, e.recorder)
 	ctx, cancel := context.WithCancel(context.Background())

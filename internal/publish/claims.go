@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -24,18 +23,18 @@ type clusterState struct {
 	// claimed by another cluster (see nested.go).
 	below, foreignBelow map[string]nameSet
 	verdicts            map[string]arbitrate.Decision // stored name -> last decision on its claim, unless a grant (name.granted)
-	pending             []toldDecision                // decisions not yet told to OnClaim
+	// told are the decisions made since the flush began, told
+	// (Config.Verdicts) once its transactions are committed.
+	told []Verdict
 	// claimValues are the values of this cluster's claim, unshared and
 	// shared (see encodeClaim), encoded once.
 	claimValues [2][]byte
-	// sharings are the last decisions on the shared names, pendingShares
-	// those not yet told to OnShare, and holds the names waiting for their
-	// failback hold-down to end.
-	sharings      map[string]arbitrate.Sharing
-	pendingShares []toldSharing
-	holds         map[string]hold
+	// sharings are the last decisions on the shared names, and holds the
+	// names waiting for their failback hold-down to end.
+	sharings map[string]arbitrate.Sharing
+	holds    map[string]hold
 	// answered are the names whose Answers may have changed, not yet told
-	// to OnAnswer.
+	// to the views (see Group).
 	answered []string
 }
 
@@ -276,7 +275,7 @@ func (p *Publisher) rankOlderLocked(c *change, stored string, ownCreated int64) 
 }
 
 // tellLocked remembers the decision on a name (nil: no longer claimed) and
-// queues it for OnClaim when it changed. A grant is remembered in the name
+// tells it (Config.Verdicts) when it changed. A grant is remembered in the name
 // (name.granted), a refusal in verdicts with its holders: almost every name
 // of a cluster is granted, and a map entry for each took 5 MiB of the heap at
 // 32,000 names.
@@ -320,8 +319,8 @@ func (p *Publisher) tellLocked(stored string, d *arbitrate.Decision) {
 			n.granted = false
 		}
 	}
-	if p.cfg.OnClaim != nil && (had || !d.Granted) {
-		p.clusters.pending = append(p.clusters.pending, toldDecision{stored: stored, Decision: *d})
+	if had || !d.Granted {
+		p.tellVerdictLocked(Verdict{Stored: stored, Claim: new(*d)})
 	}
 }
 
@@ -335,26 +334,11 @@ func (p *Publisher) verdictLocked(stored string) (arbitrate.Decision, bool) {
 	return d, ok
 }
 
-// toldDecision is a decision waiting to be told to OnClaim.
-type toldDecision struct {
-	stored string
-	arbitrate.Decision
-}
-
-// tellPending calls OnClaim for the decisions made since the last call.
-func (p *Publisher) tellPending() {
-	for _, t := range takeLocked(&p.mu, &p.clusters.pending) {
-		p.cfg.OnClaim(t.stored, t.Decision)
+// tellVerdictLocked queues v, told at the end of the flush.
+func (p *Publisher) tellVerdictLocked(v Verdict) {
+	if p.cfg.Verdicts != nil {
+		p.clusters.told = append(p.clusters.told, v)
 	}
-}
-
-// takeLocked empties a queue guarded by mu and returns what it held.
-func takeLocked[T any](mu *sync.Mutex, queue *[]T) []T {
-	mu.Lock()
-	defer mu.Unlock()
-	out := *queue
-	*queue = nil
-	return out
 }
 
 // loadClaims lists the claims at revision rev.

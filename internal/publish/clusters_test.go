@@ -23,8 +23,10 @@ type cluster struct {
 	pub   *publish.Publisher
 	stop  func()
 
+	told     *publish.Verdicts
 	mu       sync.Mutex
-	verdicts map[string]string // stored name -> "granted", "refused by <holders>" or "refused beside <holders of nested names>"
+	verdicts map[string]string              // stored name -> "granted", "refused by <holders>" or "refused beside <holders of nested names>"
+	shares   map[string][]arbitrate.Sharing // stored name -> sharings told, in order
 }
 
 // startCluster runs a publisher with owner id owner and claims under
@@ -40,21 +42,10 @@ func startCluster(t *testing.T, c *clientv3.Client, owner string, expiry time.Du
 // a publisher that has loaded etcd deletes what is not wanted yet.
 func startClusterWith(t *testing.T, c *clientv3.Client, owner string, with func(*publish.Config), before ...func(*cluster)) *cluster {
 	t.Helper()
-	cl := &cluster{owner: owner, verdicts: make(map[string]string)}
+	cl := &cluster{owner: owner, told: publish.NewVerdicts(), verdicts: make(map[string]string), shares: make(map[string][]arbitrate.Sharing)}
 	cfg := publish.Config{
 		Prefix: "/skydns", Owner: owner, Timeout: 2 * time.Second, Log: quietLog(),
-		ClaimPrefix: "/skylb/claims",
-		OnClaim: func(stored string, d arbitrate.Decision) {
-			cl.mu.Lock()
-			defer cl.mu.Unlock()
-			cl.verdicts[stored] = "granted"
-			if !d.Granted {
-				cl.verdicts[stored] = "refused by " + strings.Join(d.Holders, ",")
-			}
-			if len(d.Nested) > 0 {
-				cl.verdicts[stored] = "refused beside " + strings.Join(d.Nested, ",")
-			}
-		},
+		ClaimPrefix: "/skylb/claims", Verdicts: cl.told,
 	}
 	with(&cfg)
 	cl.pub = publish.New(c, cfg)
@@ -82,7 +73,29 @@ func startClusterWith(t *testing.T, c *clientv3.Client, owner string, with func(
 func (cl *cluster) verdict(stored string) string {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
+	cl.readLocked()
 	return cl.verdicts[stored]
+}
+
+// readLocked takes what the publisher told since the last call: every
+// decision it made during a flush is there once WaitIdle has returned.
+func (cl *cluster) readLocked() {
+	told := cl.told.Take()
+	for _, v := range told {
+		if v.Share != nil {
+			cl.shares[v.Stored] = append(cl.shares[v.Stored], *v.Share)
+			continue
+		}
+		d := v.Claim
+		cl.verdicts[v.Stored] = "granted"
+		if !d.Granted {
+			cl.verdicts[v.Stored] = "refused by " + strings.Join(d.Holders, ",")
+		}
+		if len(d.Nested) > 0 {
+			cl.verdicts[v.Stored] = "refused beside " + strings.Join(d.Nested, ",")
+		}
+	}
+	cl.told.Done(len(told))
 }
 
 // set wants one address at name, shared or not.

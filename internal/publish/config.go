@@ -58,20 +58,13 @@ type Config struct {
 	// ClaimPrefix, when set, is where the clusters sharing the etcd claim the
 	// names they publish (see claims.go); empty claims nothing.
 	ClaimPrefix string
-	// OnClaim, when set, is told whenever the decision on a claimed name
-	// changes: granted, or refused with the owners holding it or a name
-	// nested with it. It is called without the Publisher's lock held.
-	OnClaim func(stored string, d arbitrate.Decision)
-	// OnShare, when set, is told whenever the decision on a name this
-	// cluster shares with others changes (see share.go), with the decision
-	// told before it (nil for the first): whether this cluster serves the
-	// name, which clusters answer it, whether it waits for its failback
-	// hold-down. It is called without the Publisher's lock held.
-	OnShare func(stored string, s arbitrate.Sharing, was *arbitrate.Sharing)
-	// OnAnswer, when set, is told of a name other clusters claim whenever
-	// Answers may have changed for it. It is called without the Publisher's
-	// lock held.
-	OnAnswer func(stored string)
+	// Verdicts, when set, is told whenever the decision on a claimed name
+	// changes (granted, or refused with the owners holding it or a name
+	// nested with it), and whenever the decision on a name this cluster
+	// shares with others changes (see share.go): whether this cluster
+	// serves the name, which clusters answer it, whether it waits for its
+	// failback hold-down.
+	Verdicts *Verdicts
 	// Gate, when set, is the default view's Publisher, for a view's: a name's
 	// records are written only while it answers the name (see gate.go).
 	Gate Gate

@@ -153,15 +153,14 @@ func (p *Publisher) flush(ctx context.Context) error {
 	p.mu.Unlock()
 
 	failed := p.commitAll(ctx, q)
-	// The decisions are told before the flush ends, so that WaitIdle
-	// returns once they have been.
-	if p.cfg.OnClaim != nil {
-		p.tellPending()
-	}
-	if p.cfg.OnShare != nil {
-		p.tellShares()
-	}
-	if p.cfg.OnAnswer != nil {
+	// The decisions are told once the flush's transactions are done, and
+	// before the flush ends, so that WaitIdle returns once they have been.
+	p.mu.Lock()
+	told := p.clusters.told
+	p.clusters.told = nil
+	p.mu.Unlock()
+	p.cfg.Verdicts.add(told)
+	if p.answers != nil {
 		p.tellAnswered()
 	}
 	p.mu.Lock()

@@ -5,8 +5,8 @@ package publish
 // the name in every view. Without it a view would write a name another
 // cluster holds, or a shared name while another cluster answers it by the
 // clusters' policy (failover), since a view's Publisher has no claims of its
-// own. The default view's Publisher tells the views (Config.OnAnswer) when
-// its answer on a name other clusters claim may have changed.
+// own. The default view's Publisher notes the names other clusters claim
+// its answer on may have changed on, which its Group hands to the views.
 
 // Gate says whether this cluster answers a stored name in the default view.
 type Gate interface {
@@ -55,10 +55,10 @@ func (p *Publisher) Recheck(stored string) {
 	}
 }
 
-// answeredLocked queues stored for OnAnswer after a decision on it, when
+// answeredLocked notes stored for the views after a decision on it, when
 // Answers may have changed: the name is contested, or was.
 func (p *Publisher) answeredLocked(stored string, was bool) {
-	if p.cfg.OnAnswer == nil {
+	if p.answers == nil {
 		return
 	}
 	if n := p.view.names[stored]; was || n != nil && p.contestedLocked(stored, n) {
@@ -66,11 +66,26 @@ func (p *Publisher) answeredLocked(stored string, was bool) {
 	}
 }
 
-// tellAnswered calls OnAnswer for the names queued since the last call.
+// tellAnswered signals the names noted since the last call, if any.
 func (p *Publisher) tellAnswered() {
-	for _, stored := range takeLocked(&p.mu, &p.clusters.answered) {
-		p.cfg.OnAnswer(stored)
+	p.mu.Lock()
+	noted := len(p.clusters.answered) > 0
+	p.mu.Unlock()
+	if noted {
+		select {
+		case p.answers <- struct{}{}:
+		default:
+		}
 	}
+}
+
+// takeAnswered returns the names noted for the views, and forgets them.
+func (p *Publisher) takeAnswered() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.clusters.answered
+	p.clusters.answered = nil
+	return out
 }
 
 // gateOpen reports whether a view's Publisher may write stored: its Gate

@@ -46,6 +46,11 @@ type Publisher struct {
 	// cluster's expired claim left behind (sweep.go).
 	sweeper *sweeper
 
+	// answers, for the default view's Publisher of a Group with views, is
+	// signalled when names its answer may have changed on are noted
+	// (clusters.answered, see gate.go); nil otherwise.
+	answers chan struct{}
+
 	count counters // what it has done, read by Stats without the lock
 	// maxOps is the most operations a transaction holds: Config.MaxTxnOps,
 	// less once etcd refused that many (txnops.go).
@@ -69,7 +74,12 @@ type tomb struct {
 }
 
 // New returns a Publisher writing through client.
-func New(client *clientv3.Client, cfg Config) *Publisher {
+func New(client *clientv3.Client, cfg Config) *Publisher { return newPublisher(client, cfg, false) }
+
+// newPublisher returns a Publisher writing through client; with views, one
+// that notes the names its answer (Answers) may have changed on for them
+// (see Group).
+func newPublisher(client *clientv3.Client, cfg Config, views bool) *Publisher {
 	cfg.defaults()
 	p := &Publisher{
 		cfg:    cfg,
@@ -96,16 +106,10 @@ func New(client *clientv3.Client, cfg Config) *Publisher {
 	}
 	p.maxOps.Store(int64(cfg.MaxTxnOps))
 	p.work.idle = sync.NewCond(&p.mu)
+	if views {
+		p.answers = make(chan struct{}, 1)
+	}
 	return p
-}
-
-// TellClaims sets Config.OnClaim and Config.OnShare, for a caller that
-// builds what they tell (the controller) after the Publisher it feeds. It
-// must be called before Run. Lock order: the Publisher calls them without
-// its lock held, and what they call takes its own lock and hands records
-// back to the Publisher only after releasing it.
-func (p *Publisher) TellClaims(onClaim func(stored string, d arbitrate.Decision), onShare func(stored string, s arbitrate.Sharing, was *arbitrate.Sharing)) {
-	p.cfg.OnClaim, p.cfg.OnShare = onClaim, onShare
 }
 
 func trimSlash(s string) string {

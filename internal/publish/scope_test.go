@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -93,16 +92,18 @@ func TestNameHeldOutsideTheScope(t *testing.T) {
 	held := skydns.Record{Name: "www.example.org", Host: "192.0.2.2", TTL: 30, Source: "ingress/blog/www"}
 	k, v := kv(held)
 	put(t, c, k, v)
-	var mu sync.Mutex
+	verdicts := publish.NewVerdicts()
 	var told []arbitrate.Decision
+	read := func() {
+		for _, v := range verdicts.Take() {
+			told = append(told, *v.Claim)
+			verdicts.Done(1)
+		}
+	}
 	p := publish.New(c, publish.Config{
 		Prefix: "/skydns", Owner: owner, Timeout: 2 * time.Second, Log: quietLog(),
-		Owns: func(src string) bool { return strings.HasPrefix(src, "service/shop/") },
-		OnClaim: func(_ string, d arbitrate.Decision) {
-			mu.Lock()
-			defer mu.Unlock()
-			told = append(told, d)
-		},
+		Owns:     func(src string) bool { return strings.HasPrefix(src, "service/shop/") },
+		Verdicts: verdicts,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -117,8 +118,7 @@ func TestNameHeldOutsideTheScope(t *testing.T) {
 		t.Fatalf("a name held outside the scope (-want +got):\n%s", diff)
 	}
 	eventually(t, "the refusal told", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
+		read()
 		return len(told) == 1 && !told[0].Granted && slices.Equal(told[0].Outside, []string{"ingress/blog/www"})
 	})
 	if got := p.Stats().Refused; got != 1 {
@@ -133,8 +133,7 @@ func TestNameHeldOutsideTheScope(t *testing.T) {
 	}
 	eventually(t, "the name published", func() bool { return cmp.Equal(want(mine), dump(t, c)) })
 	eventually(t, "the grant told", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
+		read()
 		return len(told) == 2 && told[1].Granted
 	})
 	if got := p.Stats().Refused; got != 0 {

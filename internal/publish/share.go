@@ -147,8 +147,8 @@ type hold struct {
 	timer *time.Timer
 }
 
-// tellShareLocked remembers the sharing decided for a name and queues it for
-// OnShare when it changed, or when it is the first and this cluster does not
+// tellShareLocked remembers the sharing decided for a name and tells it
+// (Config.Verdicts) when it changed, or when it is the first and this cluster does not
 // serve or the clusters disagree.
 func (p *Publisher) tellShareLocked(stored string, s arbitrate.Sharing) {
 	old, had := p.clusters.sharings[stored]
@@ -163,8 +163,12 @@ func (p *Publisher) tellShareLocked(stored string, s arbitrate.Sharing) {
 	}
 	p.clusters.sharings[stored] = s
 	p.answeredLocked(stored, had && !old.Serve)
-	if p.cfg.OnShare != nil && (had || !s.Serve || s.Disagree) {
-		p.clusters.pendingShares = append(p.clusters.pendingShares, toldSharing{stored: stored, Sharing: s, was: old, had: had})
+	if had || !s.Serve || s.Disagree {
+		v := Verdict{Stored: stored, Share: &s}
+		if had {
+			v.Was = &old
+		}
+		p.tellVerdictLocked(v)
 	}
 }
 
@@ -186,26 +190,6 @@ func (p *Publisher) forgetShareLocked(stored string) {
 func sameSharing(a, b arbitrate.Sharing) bool {
 	return a.Policy == b.Policy && a.Disagree == b.Disagree && a.FailOpen == b.FailOpen && a.Serve == b.Serve &&
 		a.HeldUntil.Equal(b.HeldUntil) && slices.Equal(a.Answer, b.Answer)
-}
-
-// toldSharing is a sharing waiting to be told to OnShare, with the one told
-// before it (had).
-type toldSharing struct {
-	stored string
-	arbitrate.Sharing
-	was arbitrate.Sharing
-	had bool
-}
-
-// tellShares calls OnShare for the sharings decided since the last call.
-func (p *Publisher) tellShares() {
-	for _, t := range takeLocked(&p.mu, &p.clusters.pendingShares) {
-		var was *arbitrate.Sharing
-		if t.had {
-			was = &t.was
-		}
-		p.cfg.OnShare(t.stored, t.Sharing, was)
-	}
 }
 
 // handover returns how a change of this cluster's claim from before to

@@ -26,8 +26,7 @@ type sharer struct {
 	host string
 
 	mu    sync.Mutex
-	told  map[string][]arbitrate.Sharing // stored name -> sharings told, in order
-	state map[string]publish.Want        // stored name -> what it wants
+	state map[string]publish.Want // stored name -> what it wants
 }
 
 // startSharer starts a cluster that shares names, with a failback hold-down.
@@ -41,15 +40,8 @@ func startSharer(t *testing.T, c *clientv3.Client, owner, host string, holdDown 
 // that its wants are complete (see startClusterWith).
 func startSharerWith(t *testing.T, c *clientv3.Client, owner, host string, with func(*publish.Config), before ...func(*sharer)) *sharer {
 	t.Helper()
-	s := &sharer{host: host, told: make(map[string][]arbitrate.Sharing), state: make(map[string]publish.Want)}
-	s.cluster = startClusterWith(t, c, owner, func(cfg *publish.Config) {
-		with(cfg)
-		cfg.OnShare = func(stored string, sh arbitrate.Sharing, _ *arbitrate.Sharing) {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			s.told[stored] = append(s.told[stored], sh)
-		}
-	}, func(cl *cluster) {
+	s := &sharer{host: host, state: make(map[string]publish.Want)}
+	s.cluster = startClusterWith(t, c, owner, with, func(cl *cluster) {
 		s.cluster = cl
 		for _, b := range before {
 			b(s)
@@ -83,9 +75,10 @@ func (s *sharer) health(name string, healthy bool) {
 
 // lastTold returns the last sharing told for name, and how many were.
 func (s *sharer) lastTold(name string) (arbitrate.Sharing, int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	told := s.told[name]
+	s.cluster.mu.Lock()
+	defer s.cluster.mu.Unlock()
+	s.readLocked()
+	told := s.shares[name]
 	if len(told) == 0 {
 		return arbitrate.Sharing{}, 0
 	}

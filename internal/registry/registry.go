@@ -63,10 +63,7 @@ type Config struct {
 	TTL time.Duration
 	// Timeout bounds each etcd request; 5 s when 0.
 	Timeout time.Duration
-	// OnResolved, when set, is called when a conflict ends and writing may
-	// go on.
-	OnResolved func()
-	Log        logrus.FieldLogger
+	Log     logrus.FieldLogger
 }
 
 // Value is the JSON of a registration.
@@ -94,6 +91,8 @@ type Registry struct {
 	checkedCh chan struct{}
 	// wake is signalled when registering becomes needed.
 	wake chan struct{}
+	// resolved is signalled when a conflict ends (see Resolved).
+	resolved chan struct{}
 }
 
 // New returns a Registry of cfg.
@@ -107,7 +106,7 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
 	}
-	return &Registry{cfg: cfg, client: client, others: map[string]Value{}, checkedCh: make(chan struct{}), wake: make(chan struct{}, 1)}
+	return &Registry{cfg: cfg, client: client, others: map[string]Value{}, checkedCh: make(chan struct{}), wake: make(chan struct{}, 1), resolved: make(chan struct{}, 1)}
 }
 
 // Compares returns the conditions of every write: no registration was
@@ -211,10 +210,19 @@ func (r *Registry) follow(ctx context.Context) error {
 	return nil
 }
 
-// tellResolved calls OnResolved when a conflict has ended.
+// Resolved receives when a conflict has ended and writing may go on: what
+// the paused writes were to be compared with etcd again. Conflicts that end
+// before it is read are one receive.
+func (r *Registry) Resolved() <-chan struct{} { return r.resolved }
+
+// tellResolved signals Resolved when a conflict has ended.
 func (r *Registry) tellResolved(resolved bool) {
-	if resolved && r.cfg.OnResolved != nil {
-		r.cfg.OnResolved()
+	if !resolved {
+		return
+	}
+	select {
+	case r.resolved <- struct{}{}:
+	default:
 	}
 }
 

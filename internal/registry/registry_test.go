@@ -33,11 +33,20 @@ func start(t *testing.T, c *clientv3.Client, name, scope string) *instance {
 	in := &instance{}
 	in.Registry = registry.New(c, registry.Config{
 		Prefix: prefix, Scope: scope, Identity: name, TTL: 2 * time.Second, Log: log,
-		OnResolved: func() { in.resolved.Add(1) },
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); in.Run(ctx) }()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-in.Resolved():
+				in.resolved.Add(1)
+			}
+		}
+	}()
 	stopped := false
 	in.stop = func() {
 		if !stopped {
@@ -134,8 +143,9 @@ func TestTwoScopesHoldEachOther(t *testing.T) {
 	}
 	b.stop()
 	eventually(t, "a writing again", func() bool { return writes(t, c, a) })
+	eventually(t, "a told the conflict resolved", func() bool { return a.resolved.Load() > 0 })
 	if a.resolved.Load() != 1 {
-		t.Errorf("OnResolved called %d times, want once", a.resolved.Load())
+		t.Errorf("Resolved received %d times, want once", a.resolved.Load())
 	}
 }
 
