@@ -9,7 +9,7 @@ import (
 // changeOf returns a change of name with puts key writes and conditions on
 // ranked older claims, asking about the ancestors.
 func changeOf(name string, puts, ranked int, ancestors ...string) change {
-	c := change{name: name, keyChange: keyChange{puts: make([]want, puts)}, ranked: make([]rankedClaim, ranked)}
+	c := change{name: name, keyChange: keyChange{puts: make([]want, puts)}, claimPlan: claimPlan{ranked: make([]rankedClaim, ranked)}}
 	for _, a := range ancestors {
 		c.above = append(c.above, above{name: a})
 	}
@@ -51,11 +51,11 @@ func TestBatches(t *testing.T) {
 		{
 			name: "a claim's write is an operation and its creation check a condition",
 			changes: []change{
-				{name: "a.org", claimPut: []byte("{}"), claimsRev: 9},
-				{name: "b.org", claimDel: true, keyChange: keyChange{puts: make([]want, 3)}},
-				{name: "c.org", claimPut: []byte("{}")},
-				{name: "d.org", claimsRev: 9, keyChange: keyChange{puts: make([]want, 1)}},
-				{name: "e.org", claimsRev: 9, keyChange: keyChange{puts: make([]want, 1)}},
+				{name: "a.org", claimPlan: claimPlan{claimPut: []byte("{}"), claimsRev: 9}},
+				{name: "b.org", claimPlan: claimPlan{claimDel: true}, keyChange: keyChange{puts: make([]want, 3)}},
+				{name: "c.org", claimPlan: claimPlan{claimPut: []byte("{}")}},
+				{name: "d.org", claimPlan: claimPlan{claimsRev: 9}, keyChange: keyChange{puts: make([]want, 1)}},
+				{name: "e.org", claimPlan: claimPlan{claimsRev: 9}, keyChange: keyChange{puts: make([]want, 1)}},
 			},
 			// a.org and b.org make 5 operations, a.org's condition
 			// and the guard's 5 conditions; so do c.org and d.org.

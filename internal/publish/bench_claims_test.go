@@ -38,7 +38,7 @@ func BenchmarkResyncClaimed(b *testing.B) {
 	p := claimedNames()
 	p.mu.Lock()
 	for stored, n := range p.view.names {
-		for _, w := range p.wants(stored, n.records) {
+		for _, w := range p.encodeWants(stored, n.records) {
 			n.put(entry{key: p.relKey(stored, w.key), sum: digestOf(w.value), host: w.host, modRev: 1}, "")
 		}
 		p.putClaimLocked(stored, claimEntry{owner: "bench", value: p.encodeClaim(false), created: 1, modRev: 1})

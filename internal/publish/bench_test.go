@@ -40,7 +40,7 @@ func BenchmarkDiff(b *testing.B) {
 			p.Set("web.shop.example.org", Want{Records: records("web.shop.example.org", n)})
 			// The view holds all but the last record.
 			nm := p.view.names["web.shop.example.org"]
-			for _, w := range p.wants("web.shop.example.org", nm.records)[:n-1] {
+			for _, w := range p.encodeWants("web.shop.example.org", nm.records)[:n-1] {
 				nm.put(entry{key: p.relKey("web.shop.example.org", w.key), sum: digestOf(w.value), host: w.host, modRev: 1}, "")
 			}
 			b.ResetTimer()
@@ -117,4 +117,10 @@ func BenchmarkFlush(b *testing.B) {
 			}
 		})
 	}
+}
+
+// encodeWants is the keys a Publisher of p's configuration wants for records.
+func (p *Publisher) encodeWants(stored string, records []skydns.Record) []want {
+	wants, _ := encodeWants(p.cfg.Prefix, p.cfg.Owner, stored, records)
+	return wants
 }

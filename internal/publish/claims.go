@@ -204,72 +204,110 @@ func (p *Publisher) claimOfLocked(stored, owner string) *claimEntry {
 
 func cmpOwner(e claimEntry, owner string) int { return strings.Compare(e.owner, owner) }
 
-// claimLocked adds to c what keeps this cluster's claim on a name as wanted,
-// and reports whether the cluster may write the name's records. A name held
-// (see atname.go) is claimed as one whose records nobody wants.
-func (p *Publisher) claimLocked(n *name, c *change, held bool) bool {
+// claimPlan is what the claims decided for one name (claimLocked): whether
+// this cluster writes the name's records, what keeps its claim as decided,
+// and the conditions under which the transaction holds.
+type claimPlan struct {
+	// write says that the records may be written: nothing is claimed, or
+	// the claim is granted and, on a shared name, this cluster serves it.
+	write    bool
+	claimPut []byte // the value of this cluster's claim, when written
+	claimDel bool   // this cluster's claim is deleted
+	// claimsRev, when not 0, is the revision of the claims the name was
+	// decided on: the change holds only if no claim on the name was created
+	// since. ranked are the claims that must be unchanged: those ranked
+	// before this cluster's on the name, and older ones on its ancestors.
+	claimsRev int64
+	ranked    []rankedClaim
+	above     []above // ancestors on which no claim may have been created (see nested.go)
+	// handover is 1 when the change has this cluster start serving a shared
+	// name it claimed before, -1 when it stops, 0 otherwise (see share.go).
+	handover int8
+}
+
+// rankedClaim is another cluster's claim a change was decided on, on the
+// name itself or on one of its ancestors.
+type rankedClaim struct {
+	name, owner string
+	modRev      int64
+}
+
+// rank adds the condition that the claim e on stored is unchanged, once.
+func (cp *claimPlan) rank(stored string, e claimEntry) {
+	if !slices.ContainsFunc(cp.ranked, func(r rankedClaim) bool { return r.name == stored && r.owner == e.owner }) {
+		cp.ranked = append(cp.ranked, rankedClaim{name: stored, owner: e.owner, modRev: e.modRev})
+	}
+}
+
+// claimLocked decides this cluster's claim on the name n stored at stored,
+// whose keys carry lease, records the decision (tellLocked, and the
+// sharing's) and returns what it takes. A name held (see atname.go) is
+// claimed as one whose records nobody wants.
+func (p *Publisher) claimLocked(n *name, stored string, lease int64, held bool) claimPlan {
 	if !p.claiming() {
-		return true
+		return claimPlan{write: true}
 	}
-	own := p.ownClaimLocked(c.name)
+	own := p.ownClaimLocked(stored)
 	if n.records == nil || n.unclaimed || held {
+		p.tellLocked(stored, nil)
+		p.forgetShareLocked(stored)
 		// Records outside what this Publisher owns keep the name claimed.
-		c.claimDel = own != nil && !n.holdsOutside()
-		p.tellLocked(c.name, nil)
-		p.forgetShareLocked(c.name)
-		return true
+		return claimPlan{write: true, claimDel: own != nil && !n.holdsOutside()}
 	}
-	others := n.claims
-	claims := make([]arbitrate.Claim, 0, len(others))
-	for _, e := range others {
+	claims := make([]arbitrate.Claim, 0, len(n.claims))
+	for _, e := range n.claims {
 		claims = append(claims, clusterClaim(e))
 	}
-	d := arbitrate.Decide(p.cfg.Owner, n.shared, claims, p.nestedLocked(c.name, n))
-	p.tellLocked(c.name, &d)
+	d := arbitrate.Decide(p.cfg.Owner, n.shared, claims, p.nestedLocked(stored, n))
+	p.tellLocked(stored, &d)
 
-	var value []byte
+	var (
+		cp    claimPlan
+		value []byte
+	)
 	serve := d.Granted
 	switch {
 	case n.share == nil:
-		p.forgetShareLocked(c.name)
+		p.forgetShareLocked(stored)
 		value = p.encodeClaim(n.shared)
 	case d.Granted:
-		self := p.shareLocked(n, c, own)
+		self := p.shareLocked(n, stored, &cp, own)
 		serve = self.Serving
 		value = p.encodeShared(self)
 	default:
 		// Refused: it serves nothing, and says so.
-		p.forgetShareLocked(c.name)
+		p.forgetShareLocked(stored)
 		self := p.memberLocked(n, own, true)
 		self.Serving = false
 		value = p.encodeShared(self)
 	}
-	if own == nil || !bytes.Equal(own.value, value) || own.lease != p.lease.ids[n.shard] {
-		c.claimPut = value
+	if own == nil || !bytes.Equal(own.value, value) || own.lease != lease {
+		cp.claimPut = value
 	}
 	if !d.Granted {
-		return false
+		return cp
 	}
 	if own == nil {
 		// Nobody may have claimed the name since the claims were read.
-		c.claimsRev = p.clusters.claimsRev
+		cp.claimsRev = p.clusters.claimsRev
 	}
 	ownCreated := int64(1<<63 - 1)
 	if own != nil && own.created != 0 {
 		ownCreated = own.created
 	}
-	p.rankOlderLocked(c, c.name, ownCreated)
-	p.nestedCmpsLocked(c, own, ownCreated)
-	return serve
+	p.rankOlderLocked(&cp, stored, ownCreated)
+	p.nestedCmpsLocked(&cp, stored, own, ownCreated)
+	cp.write = serve
+	return cp
 }
 
-// rankOlderLocked adds to c the other clusters' written claims on stored that
-// are older than this cluster's (created at ownCreated): the change holds
-// only while they are unchanged.
-func (p *Publisher) rankOlderLocked(c *change, stored string, ownCreated int64) {
+// rankOlderLocked adds to cp the other clusters' written claims on stored
+// that are older than this cluster's (created at ownCreated): the change
+// holds only while they are unchanged.
+func (p *Publisher) rankOlderLocked(cp *claimPlan, stored string, ownCreated int64) {
 	for _, e := range p.claimsLocked(stored) {
 		if e.owner != p.cfg.Owner && e.created != 0 && e.created < ownCreated {
-			c.rank(stored, e)
+			cp.rank(stored, e)
 		}
 	}
 }

@@ -3,8 +3,6 @@ package publish
 import (
 	"slices"
 	"strings"
-
-	"github.com/skylb/skylb/internal/skydns"
 )
 
 // want is a key skylb wants written.
@@ -14,31 +12,6 @@ type want struct {
 	host  string
 	// added says that the host is not published at the key yet, for the log.
 	added bool
-}
-
-// wants encodes the keys and values of records, sorted by key; of records
-// with the same key the last one counts. A record that stored, the name it
-// was set at, does not hold (skydns.HeldBy: its own records and its SRV
-// records) is a caller's error: it is left out and logged, since the view
-// files every key by that rule and would file its key under another name.
-func (p *Publisher) wants(stored string, records []skydns.Record) []want {
-	out := make([]want, 0, len(records))
-	for _, r := range records {
-		if held := skydns.HeldBy(r.Name); held != stored {
-			p.cfg.Log.WithField("record", r.String()).Errorf("record not written: it belongs to %s, not to %s, the name it was set at", held, stored)
-			continue
-		}
-		out = append(out, want{key: skydns.Key(p.cfg.Prefix, p.cfg.Owner, r), value: skydns.Encode(p.cfg.Owner, r), host: r.Host})
-	}
-	slices.SortStableFunc(out, func(a, b want) int { return strings.Compare(a.key, b.key) })
-	kept := out[:0]
-	for i, w := range out {
-		if i+1 < len(out) && out[i+1].key == w.key {
-			continue
-		}
-		kept = append(kept, w)
-	}
-	return kept
 }
 
 // keyChange is what brings skylb's keys beneath one name to what is wanted:

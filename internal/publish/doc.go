@@ -6,9 +6,10 @@
 // the next revision, so comparing the two needs no etcd read. When they differ,
 // the Publisher writes the difference in transactions: all changes to one name in
 // one transaction, many names per transaction up to etcd's operation limit, and a
-// few transactions at once. The difference of one name (diff) and the split of
-// the differences into transactions (batcher) are pure; the Publisher reads the
-// view under its lock and writes to etcd. A flush decides each transaction's
+// few transactions at once. The change of one name (plan, from what its claims
+// decided) and the split of the changes into transactions (batcher) are pure;
+// the Publisher reads the view under its lock, records what was decided and
+// writes to etcd. A flush decides each transaction's
 // names as a slot of those in flight frees up (see queue.go), so that a cold
 // start does not hold the changes of every name at once.
 //

@@ -27,7 +27,7 @@ func TestEchoOfTransactionUnderWay(t *testing.T) {
 	held.Kv.ModRevision = 4
 	claim := "/skylb/claims/web.example.org/" + owner
 	other := skydns.Encode(owner, skydns.Record{Name: "web.example.org", Host: "192.0.2.2"})
-	batch := []change{{name: "web.example.org", lease: lease, recordLease: lease, claimPut: []byte(`{"owner":"east"}`),
+	batch := []change{{name: "web.example.org", lease: lease, recordLease: lease, claimPlan: claimPlan{claimPut: []byte(`{"owner":"east"}`)},
 		keyChange: keyChange{puts: []want{{key: key, value: value}}}}, {name: "old.example.org", keyChange: keyChange{dels: []string{gone}}}}
 
 	tests := []struct {

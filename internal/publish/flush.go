@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/skylb/skylb/internal/arbitrate"
+	"github.com/skylb/skylb/internal/skydns"
 )
 
 // flushLoop writes dirty names whenever there are some, backing off on errors.
@@ -70,33 +71,8 @@ type change struct {
 	// recordLease is the lease of the records' puts: lease, or none when
 	// the claim holds them (see recordLease).
 	recordLease int64
-	above       []above // ancestors on which no claim may have been created (see nested.go)
 	keyChange
-	claimPut []byte // the value of this cluster's claim, when written
-	claimDel bool   // this cluster's claim is deleted
-	// claimsRev, when not 0, is the revision of the claims the name was
-	// decided on: the change holds only if no claim on the name was created
-	// since. ranked are the claims that must be unchanged: those ranked
-	// before this cluster's on the name, and older ones on its ancestors.
-	claimsRev int64
-	ranked    []rankedClaim
-	// handover is 1 when the change has this cluster start serving a shared
-	// name it claimed before, -1 when it stops, 0 otherwise (see share.go).
-	handover int8
-}
-
-// rankedClaim is another cluster's claim a change was decided on, on the
-// name itself or on one of its ancestors.
-type rankedClaim struct {
-	name, owner string
-	modRev      int64
-}
-
-// rank adds to c the condition that the claim e on stored is unchanged, once.
-func (c *change) rank(stored string, e claimEntry) {
-	if !slices.ContainsFunc(c.ranked, func(r rankedClaim) bool { return r.name == stored && r.owner == e.owner }) {
-		c.ranked = append(c.ranked, rankedClaim{name: stored, owner: e.owner, modRev: e.modRev})
-	}
+	claimPlan
 }
 
 // counts returns the number of operations and of conditions of c.
@@ -279,16 +255,19 @@ func compareFromRight(a, b string) int {
 }
 
 // diffLocked computes the change of one name, marked by a change (event) or by
-// a full reconciliation, dropping names that need nothing.
+// a full reconciliation, dropping names that need nothing: the claims decide
+// (claimLocked), plan computes the change from what the Publisher holds, and
+// diffLocked records what plan decided.
 func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 	n := p.view.names[stored]
 	if n == nil {
 		return change{}, false
 	}
-	c := change{name: stored, event: event, lease: p.lease.ids[n.shard]}
-	held := p.heldLocked(stored)
-	base := p.keyBase(stored)
-	var wants []want
+	in := planInput{
+		stored: stored, prefix: p.cfg.Prefix, owner: p.cfg.Owner,
+		records: n.records, actual: n.actual, claimed: len(n.claims) > 0,
+		held: p.heldLocked(stored), lease: p.lease.ids[n.shard], maxOps: p.txnOps(),
+	}
 	if outside := heldOutside(n); outside != nil {
 		// The records outside keep the name, and its claim, as they are.
 		p.tellLocked(stored, &arbitrate.Decision{Outside: outside})
@@ -297,31 +276,27 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 			// Without claims only records outside decide: no longer.
 			p.tellLocked(stored, &arbitrate.Decision{Granted: true})
 		}
-		if p.claimLocked(n, &c, held) && !held && p.gateOpen(stored) {
-			wants = p.wants(stored, n.records)
-		}
+		in.claim = p.claimLocked(n, stored, in.lease, in.held)
+		in.gate = in.claim.write && !in.held && p.gateOpen(stored)
 	}
-	c.recordLease = p.recordLease(n, c.lease)
-	c.keyChange = diff(wants, base, c.recordLease, n.actual, atName(stored))
-	n.shareHosts(wants, base)
-	if ops, _ := c.counts(); ops > p.txnOps() {
-		// A name's keys change in one transaction, which its own records
-		// fit (config holds --max-addresses-per-name to it); the keys of its
-		// SRV records, beneath it, wait for the next flush when they would
-		// not fit beside them.
-		if own, deferred := c.keyChange.withoutBeneath(base); deferred && len(own.puts)+len(own.dels) > 0 {
-			c.keyChange = own
-			p.markAgainLocked(stored, event, time.Time{})
-		}
+	in.recordLease = p.recordLease(n, in.lease)
+	out := plan(in)
+	for _, r := range out.misfiled {
+		p.cfg.Log.WithField("record", r.String()).Errorf("record not written: it belongs to %s, not to %s, the name it was set at", skydns.HeldBy(r.Name), stored)
 	}
-	if ops, _ := c.counts(); ops == 0 {
-		if n.records == nil && len(n.actual) == 0 && len(n.claims) == 0 {
-			p.followLocked(stored, "")
-			delete(p.view.names, stored)
-		}
+	n.shareHosts(out.wants, p.keyBase(stored))
+	if out.again {
+		p.markAgainLocked(stored, event, time.Time{})
+	}
+	if out.drop {
+		p.followLocked(stored, "")
+		delete(p.view.names, stored)
+	}
+	if ops, _ := out.counts(); ops == 0 {
 		return change{}, false
 	}
-	return c, true
+	out.event = event
+	return out.change, true
 }
 
 // guardCmps returns the Guard's conditions, which every transaction of the

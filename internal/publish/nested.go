@@ -135,23 +135,23 @@ func (p *Publisher) sharedByLocked(stored, owner string) bool {
 	return e != nil && e.shared
 }
 
-// nestedCmpsLocked adds to c the conditions under which a granted name may be
-// written as far as its ancestors go: for a new claim, no claim created on an
-// ancestor since the claims were read (left in c.above, so that a batch asks
-// about each ancestor once); for any, the older ancestor claims it joined
-// beneath are unchanged. ownCreated is the revision of own, the name's own
-// claim, as claimLocked ranks it.
-func (p *Publisher) nestedCmpsLocked(c *change, own *claimEntry, ownCreated int64) {
+// nestedCmpsLocked adds to cp the conditions under which the granted name
+// stored may be written as far as its ancestors go: for a new claim, no claim
+// created on an ancestor since the claims were read (left in cp.above, so
+// that a batch asks about each ancestor once); for any, the older ancestor
+// claims it joined beneath are unchanged. ownCreated is the revision of own,
+// the name's own claim, as claimLocked ranks it.
+func (p *Publisher) nestedCmpsLocked(cp *claimPlan, stored string, own *claimEntry, ownCreated int64) {
 	if own == nil {
-		c.above = make([]above, 0, strings.Count(c.name, "."))
+		cp.above = make([]above, 0, strings.Count(stored, "."))
 	}
-	for a := range arbitrate.Ancestors(c.name) {
+	for a := range arbitrate.Ancestors(stored) {
 		if own == nil {
 			if since, ok := p.sinceAboveLocked(a); ok {
-				c.above = append(c.above, above{name: a, since: since})
+				cp.above = append(cp.above, above{name: a, since: since})
 			}
 		}
-		p.rankOlderLocked(c, a, ownCreated)
+		p.rankOlderLocked(cp, a, ownCreated)
 	}
 }
 

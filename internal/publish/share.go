@@ -88,11 +88,12 @@ func (p *Publisher) memberLocked(n *name, own *claimEntry, refused bool) arbitra
 	return m
 }
 
-// shareLocked decides whether this cluster serves the shared name n among
-// the other clusters' shared claims on it, and adds to c the condition that
-// their claims are unchanged, and whether it starts or stops serving. It returns the member this cluster is, with
-// Serving as decided.
-func (p *Publisher) shareLocked(n *name, c *change, own *claimEntry) arbitrate.Member {
+// shareLocked decides whether this cluster serves the shared name n, stored
+// at stored, among the other clusters' shared claims on it, and adds to cp
+// the condition that their claims are unchanged, and whether it starts or
+// stops serving. It returns the member this cluster is, with Serving as
+// decided.
+func (p *Publisher) shareLocked(n *name, stored string, cp *claimPlan, own *claimEntry) arbitrate.Member {
 	self := p.memberLocked(n, own, false)
 	members := []arbitrate.Member{self}
 	for _, e := range n.claims {
@@ -101,15 +102,15 @@ func (p *Publisher) shareLocked(n *name, c *change, own *claimEntry) arbitrate.M
 		}
 		members = append(members, *e.share)
 		if e.created != 0 {
-			c.rank(c.name, e)
+			cp.rank(stored, e)
 		}
 	}
 	s := arbitrate.Share(p.cfg.Owner, members, time.Now(), p.cfg.FailbackHoldDown)
-	p.holdLocked(c.name, s.HeldUntil)
-	p.tellShareLocked(c.name, s)
+	p.holdLocked(stored, s.HeldUntil)
+	p.tellShareLocked(stored, s)
 	self.Serving = s.Serve
 	if own != nil {
-		c.handover = handover(own.share, &self)
+		cp.handover = handover(own.share, &self)
 	}
 	return self
 }
