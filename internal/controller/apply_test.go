@@ -21,14 +21,14 @@ import (
 // the queues, and that Events and status wait for leadership and are never
 // made in a dry run.
 func TestApply(t *testing.T) {
-	web := &source.Publication{Source: "service/shop/web", Namespace: "shop"}
+	web := &source.Publication{Key: skydns.ObjectKey{Kind: "service", Namespace: "shop", Name: "web"}, Source: "service/shop/web"}
 	out := outcome{
 		records: []wanted{{stored: "www.example.org", want: publish.Want{Records: []skydns.Record{
 			{Name: "www.example.org", Host: "192.0.2.1", TTL: 30, Source: "service/shop/web"},
 		}}}},
 		events:  []event{{pub: web, kind: corev1.EventTypeWarning, reason: source.ReasonNoEndpoints, message: "no endpoints"}},
-		status:  []status{{service: "shop/web"}},
-		requeue: []requeue{{key: "service/shop/other"}},
+		status:  []status{{service: skydns.ObjectKey{Kind: source.KindService, Namespace: "shop", Name: "web"}}},
+		requeue: []requeue{{key: skydns.ObjectKey{Kind: source.KindService, Namespace: "shop", Name: "other"}}},
 	}
 	tests := []struct {
 		name       string

@@ -20,6 +20,7 @@ import (
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/kubeclient/kubefake"
 	"github.com/skylb/skylb/internal/publish"
+	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
 
@@ -155,7 +156,7 @@ func BenchmarkSyncService100Endpoints(b *testing.B) {
 		if err := store.Update(s); err != nil {
 			b.Fatal(err)
 		}
-		out, err := c.sync(ctx, "service/bench-000/web")
+		out, err := c.sync(ctx, skydns.ObjectKey{Kind: source.KindService, Namespace: "bench-000", Name: "web"})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,10 +1,12 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +33,7 @@ import (
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/rank"
 	"github.com/skylb/skylb/internal/scope"
+	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
 
@@ -84,12 +87,12 @@ type Config struct {
 	ReverseZones []dnsname.ReverseZone
 	// GatewayAPI publishes Gateways, HTTPRoutes, GRPCRoutes and TLSRoutes
 	// once discovery says their CRDs are served, asked again every
-	// GatewayPoll (a minute when 0).
+	// GatewayPoll (a minute when 0), as for every kind of a CRD.
 	GatewayAPI  bool
 	GatewayPoll time.Duration
-	// CRDs, when set with GatewayAPI, watches the metadata of
-	// CustomResourceDefinitions, so that Gateway API CRDs installed later
-	// are picked up within seconds rather than at the next GatewayPoll.
+	// CRDs, when set, watches the metadata of CustomResourceDefinitions,
+	// so that the CRDs of the kinds published installed later are picked
+	// up within seconds rather than at the next GatewayPoll.
 	CRDs metadata.Interface
 	// Verdicts, when set, are the default view's publisher's decisions on
 	// the names other clusters sharing the etcd claim: the controller tells
@@ -102,7 +105,8 @@ type Config struct {
 	Log          logrus.FieldLogger
 }
 
-// Controller turns Services and Ingresses into records.
+// Controller turns the objects of every kind published (kindsOf) into
+// records.
 type Controller struct {
 	cfg      Config
 	pub      Publisher
@@ -112,7 +116,7 @@ type Controller struct {
 	// caches are what the decisions read: the informers, their listers and
 	// the builder of publications over them.
 	caches caches
-	queue  workqueue.TypedRateLimitingInterface[string]
+	queue  workqueue.TypedRateLimitingInterface[skydns.ObjectKey]
 	// statuses are the Service statuses to write (see statusOf).
 	statuses statusWork
 
@@ -134,7 +138,9 @@ type Controller struct {
 
 	zone *zoneState // nil without Config.Zone
 
-	gw *gatewayState // nil without Config.GatewayAPI
+	// late starts the informers of the kinds of CRDs as they are served;
+	// nil when no such kind is published.
+	late *discovery
 }
 
 // caches are the informers the controller reads, their listers, and the
@@ -145,17 +151,17 @@ type caches struct {
 	informers coreInformers
 	services  corelisters.ServiceLister
 	nodes     corelisters.NodeLister
-	kinds     []*objectKind // the kinds of the informers above that publish
+	kinds     []*objectKind // the kinds published, with their informers
 	// synced report, one per event handler, that the informer's cache has
 	// synced and the handler has been given every object of the initial
 	// list, which it does not queue: the first full pass covers them.
 	synced []cache.InformerSynced
 }
 
-// statusWork holds the Services ("namespace/name") whose status is to be
-// written, and counts the writes.
+// statusWork holds the objects whose status is to be written, and counts
+// the writes.
 type statusWork struct {
-	queue  workqueue.TypedRateLimitingInterface[string]
+	queue  workqueue.TypedRateLimitingInterface[skydns.ObjectKey]
 	writes atomic.Int64
 }
 
@@ -208,16 +214,13 @@ func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Co
 	sc := cfg.Scope
 	svcNS := serviceNamespaces(sc, cfg.Source.IngressService)
 	f := informerMaker{api: kube, transform: strip}
-	var gw *gatewayState
-	if cfg.GatewayAPI {
-		gw = newGatewayState(f, cfg.CRDs, cfg.GatewayPoll, sc)
-	}
+	gatewayAPI := cfg.GatewayAPI && sc.GatewayAPI()
 	// Services, their EndpointSlices and the Nodes give the addresses of
 	// Services, of the ingress controller's and of the Gateways', and the
 	// nameservers found by the selector; a scope that needs none of them
 	// reads none.
 	var svcs, slices_, nodes, ings informerSet
-	if sc.Kind(source.KindService) || sc.Kind(source.KindIngress) && cfg.Source.IngressService != "" || gw != nil ||
+	if sc.Kind(source.KindService) || sc.Kind(source.KindIngress) && cfg.Source.IngressService != "" || gatewayAPI ||
 		cfg.Zone != nil && cfg.Zone.NameserverSelector != nil {
 		svcs = f.of(kubeclient.Services, &corev1.Service{}, svcNS)
 		slices_ = f.of(kubeclient.EndpointSlices, &discoveryv1.EndpointSlice{}, svcNS)
@@ -226,18 +229,19 @@ func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Co
 	if sc.Kind(source.KindIngress) {
 		ings = f.of(kubeclient.Ingresses, &networkingv1.Ingress{}, sc.Namespaces)
 	}
+	kinds := kindsOf(cfg, f, svcs, ings)
 	listers := source.Listers{
 		EndpointSlices: discoverylisters.NewEndpointSliceLister(slices_.indexer()),
 		Nodes:          corelisters.NewNodeLister(nodes.indexer()),
 		Services:       corelisters.NewServiceLister(svcs.indexer()),
+		PortUsers:      portUsers(svcs.indexer()),
 	}
-	if gw != nil {
-		listers.Gateways = gw.gatewayLister(cfg.Scope)
+	if gw := findKind(kinds, source.KindGateway); gw != nil {
+		listers.Gateways = gatewayLister(gw.indexer, sc)
 	}
-	listers.PortUsers = portUsers(svcs.indexer())
 	c := &Controller{
 		cfg:      cfg,
-		gw:       gw,
+		late:     newDiscovery(kube, cfg.CRDs, cfg.GatewayPoll, kinds),
 		pub:      pub,
 		recorder: recorder,
 		kube:     kube,
@@ -246,14 +250,14 @@ func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Co
 			informers: coreInformers{services: svcs, slices: slices_, nodes: nodes, ingresses: ings},
 			services:  listers.Services,
 			nodes:     listers.Nodes,
-			kinds:     coreKinds(svcs, ings),
+			kinds:     kinds,
 		},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb"}),
+			workqueue.DefaultTypedControllerRateLimiter[skydns.ObjectKey](),
+			workqueue.TypedRateLimitingQueueConfig[skydns.ObjectKey]{Name: "skylb"}),
 		statuses: statusWork{queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "skylb-status"})},
+			workqueue.DefaultTypedControllerRateLimiter[skydns.ObjectKey](),
+			workqueue.TypedRateLimitingQueueConfig[skydns.ObjectKey]{Name: "skylb-status"})},
 		book: bookkeeping{
 			index:     newIndex(cfg),
 			tellings:  newTellings(),
@@ -265,13 +269,18 @@ func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Co
 	}
 	c.health.prober = health.NewProber(cfg.HealthWorkers, c.healthChanged, cfg.ObserveProbe)
 	for _, k := range c.caches.kinds {
-		c.caches.synced = append(c.caches.synced, c.handle(k.informers, k.kind, k.changed))
+		if err := k.informers.addIndexers(k.indexers); err != nil {
+			panic(fmt.Sprintf("add the %s indexes: %v", k.kind, err))
+		}
+		synced := c.handle(k)
+		// The informers of a CRD's kind run once it is served (see
+		// discovery), and are waited for then.
+		if k.served == nil {
+			c.caches.synced = append(c.caches.synced, synced)
+		}
 	}
 	c.handleSlices(slices_)
 	c.handleNodes(nodes)
-	if c.gw != nil {
-		c.setupGateway()
-	}
 	// The reverse zones get their nameservers and apex guard too, so that
 	// they can be delegated like the others.
 	if c.zone = newZoneState(cfg.Zone, dnsname.WithReverse(cfg.Source.Zones, cfg.ReverseZones)); c.zone != nil {
@@ -314,7 +323,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.statuses.queue.ShutDown()
 
 	defer c.runInformers(ctx)()
-	synced := append(slices.Clone(c.caches.synced), c.startGatewayAtStart(ctx)...)
+	synced := append(slices.Clone(c.caches.synced), c.startServedAtStart(ctx)...)
 	c.cfg.Log.Info("waiting for informer caches to sync")
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return errors.New("informer caches did not sync")
@@ -359,11 +368,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.cfg.Verdicts != nil {
 		wg.Go(func() { c.runVerdicts(ctx) })
 	}
-	if c.gw != nil {
+	if c.late != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.runGatewayDiscovery(ctx)
+			c.runDiscovery(ctx)
 		}()
 	}
 	if c.cfg.ResyncInterval > 0 {
@@ -384,8 +393,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.queue.ShutDown()
 	c.statuses.queue.ShutDown()
 	wg.Wait()
-	if c.gw != nil {
-		c.gw.running.Wait()
+	if c.late != nil {
+		c.late.running.Wait()
 	}
 	return nil
 }
@@ -398,10 +407,7 @@ func (c *Controller) syncAll(ctx context.Context) (int, error) {
 	// An event from now on may come after the pass has read its object: it is
 	// queued. An event handled before has its object in the caches already.
 	first := !c.phase.started.Swap(true)
-	keys, err := c.cachedKeys()
-	if err != nil {
-		return 0, err
-	}
+	keys := c.cachedKeys()
 	var loaded map[string]uint64
 	if first {
 		// The first pass tells what changed while no skylb ran: for that
@@ -418,18 +424,23 @@ func (c *Controller) syncAll(ctx context.Context) (int, error) {
 	return len(keys), nil
 }
 
-// cachedKeys returns the keys of every cached object and every object the index still holds.
-func (c *Controller) cachedKeys() ([]string, error) {
-	var keys []string
+// cachedKeys returns the keys of every cached object and every object the
+// index still holds, sorted.
+func (c *Controller) cachedKeys() []skydns.ObjectKey {
+	var keys []skydns.ObjectKey
 	for _, k := range c.caches.kinds {
 		keys = append(keys, k.cachedKeys()...)
 	}
-	keys = append(keys, c.gatewayKeys()...)
 	c.mu.Lock()
-	keys = append(keys, c.book.index.Sources()...)
+	keys = append(keys, c.book.index.Keys()...)
 	c.mu.Unlock()
-	slices.Sort(keys)
-	return slices.Compact(keys), nil
+	slices.SortFunc(keys, compareKeys)
+	return slices.Compact(keys)
+}
+
+// compareKeys orders keys by kind, namespace and name.
+func compareKeys(a, b skydns.ObjectKey) int {
+	return cmp.Or(strings.Compare(a.Kind, b.Kind), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 }
 
 // Resync enqueues every object and asks the publisher to compare everything
@@ -451,12 +462,7 @@ func (c *Controller) QueueLen() int { return c.queue.Len() }
 
 // resync enqueues every object and asks the publisher to compare everything again.
 func (c *Controller) resync(context.Context) {
-	keys, err := c.cachedKeys()
-	if err != nil {
-		c.cfg.Log.WithError(err).Warn("resync")
-		return
-	}
-	for _, k := range keys {
+	for _, k := range c.cachedKeys() {
 		c.queue.Add(k)
 	}
 	c.pub.Resync()
@@ -483,10 +489,10 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	case err == nil:
 		c.queue.Forget(key)
 	case isPermanent(err):
-		c.cfg.Log.WithError(err).WithField("object", key).Error("giving up on object")
+		c.cfg.Log.WithError(err).WithField("object", key.String()).Error("giving up on object")
 		c.queue.Forget(key)
 	default:
-		c.cfg.Log.WithError(err).WithField("object", key).Warn("sync failed; will retry")
+		c.cfg.Log.WithError(err).WithField("object", key.String()).Warn("sync failed; will retry")
 		c.queue.AddRateLimited(key)
 	}
 	return true
@@ -507,5 +513,10 @@ func (c *Controller) event(pub *source.Publication, kind, reason, message string
 	if c.cfg.DryRun || !c.cfg.Leading() {
 		return
 	}
-	c.recorder.Event(pub.Ref(), kind, reason, message)
+	ref, ok := pub.Ref()
+	if !ok {
+		c.cfg.Log.WithField("object", pub.Source).Error("no Event for an object of an unknown kind")
+		return
+	}
+	c.recorder.Event(ref, kind, reason, message)
 }

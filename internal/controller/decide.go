@@ -31,7 +31,7 @@ const loadedWait = 2 * time.Second
 // the controller's bookkeeping; the caller applies the outcome. loaded are the
 // digests of the records etcd held at start, by object, in the first pass (see
 // Publisher.Loaded), nil in the others.
-func (c *Controller) decide(keys []string, loaded map[string]uint64) (outcome, error) {
+func (c *Controller) decide(keys []skydns.ObjectKey, loaded map[string]uint64) (outcome, error) {
 	// About one probe and one Event for each object.
 	out := outcome{
 		events: make([]event, 0, len(keys)),
@@ -42,8 +42,11 @@ func (c *Controller) decide(keys []string, loaded map[string]uint64) (outcome, e
 	// names of their addresses: one record of what is wanted each (a name's
 	// SRV records are set with it).
 	names := 0
+	touched := make(map[string]bool, len(keys)) // by source
 	for _, key := range keys {
 		start := time.Now()
+		src := key.String()
+		touched[src] = true
 		observed := c.observed.take(key)
 		pub, svc, err := c.publication(key)
 		if err != nil {
@@ -55,9 +58,9 @@ func (c *Controller) decide(keys []string, loaded map[string]uint64) (outcome, e
 				names += len(pub.Addresses)
 			}
 		}
-		c.checkHealth(&out, key, pub)
+		c.checkHealth(&out, src, pub)
 		c.mu.Lock()
-		for _, g := range c.book.index.Update(key, pub) {
+		for _, g := range c.book.index.Update(src, pub) {
 			if t, ok := groups[g]; !ok || t.IsZero() || !observed.IsZero() && observed.Before(t) {
 				groups[g] = observed
 			}
@@ -77,10 +80,6 @@ func (c *Controller) decide(keys []string, loaded map[string]uint64) (outcome, e
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out.seq = c.order.begin()
-	touched := make(map[string]bool, len(keys))
-	for _, key := range keys {
-		touched[key] = true
-	}
 	order := make([]string, 0, len(groups))
 	for g := range groups {
 		order = append(order, g)
@@ -131,31 +130,23 @@ func unchanged(loaded map[string]uint64, records []wanted) map[string]bool {
 }
 
 // sync decides what the current state of one object means (see decide).
-func (c *Controller) sync(_ context.Context, key string) (outcome, error) {
-	return c.decide([]string{key}, nil)
+func (c *Controller) sync(_ context.Context, key skydns.ObjectKey) (outcome, error) {
+	return c.decide([]skydns.ObjectKey{key}, nil)
 }
 
 // publication reads an object from the caches and computes what it publishes;
 // nil when the object is gone or publishes nothing. For a Service it also
 // returns the cached Service.
-func (c *Controller) publication(key string) (*source.Publication, *corev1.Service, error) {
-	k, ok := skydns.ParseObjectKey(key)
-	if !ok {
-		return nil, nil, fmt.Errorf("malformed key %q: %w", key, errPermanent)
+func (c *Controller) publication(key skydns.ObjectKey) (*source.Publication, *corev1.Service, error) {
+	k := c.kindOf(key.Kind)
+	if k == nil {
+		return nil, nil, fmt.Errorf("kind %q not published: %w", key.Kind, errPermanent)
 	}
-	kind, ns, name := k.Kind, k.Namespace, k.Name
-	if ck := c.kindOf(kind); ck != nil {
-		obj, exists, err := ck.indexer.GetByKey(cache.NewObjectName(ns, name).String())
-		if err != nil || !exists {
-			return nil, nil, err
-		}
-		return ck.publication(c, obj)
+	obj, exists, err := k.indexer.GetByKey(cache.NewObjectName(key.Namespace, key.Name).String())
+	if err != nil || !exists {
+		return nil, nil, err
 	}
-	if gk := c.gw.kindOf(kind); gk != nil {
-		pub, err := c.gatewayPublication(gk, cache.NewObjectName(ns, name).String())
-		return pub, nil, err
-	}
-	return nil, nil, fmt.Errorf("unknown kind in key %q: %w", key, errPermanent)
+	return k.publication(c, obj)
 }
 
 // resolveLocked resolves one group, adds its records to out and adds to

@@ -53,7 +53,7 @@ func (c *Controller) holdNoEndpointsLocked(out *outcome, src string, pub *source
 	if !noEndpoints || tell {
 		return problems
 	}
-	out.requeue = append(out.requeue, requeue{key: src, after: wait})
+	out.requeue = append(out.requeue, requeue{key: pub.Key, after: wait})
 	return slices.DeleteFunc(problems, isNoEndpoints)
 }
 

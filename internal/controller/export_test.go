@@ -11,8 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/skylb/skylb/internal/kubeclient/kubefake"
+	"github.com/skylb/skylb/internal/skydns"
+	"github.com/skylb/skylb/internal/source"
 )
 
 // NewOnListers returns a Controller whose informers' caches hold objects, as
@@ -50,6 +53,7 @@ func (c *Controller) Delete(obj runtime.Object) error {
 // namespace when namespaces are watched one by one.
 func (c *Controller) informerOf(obj runtime.Object) (cache.SharedIndexInformer, error) {
 	var set informerSet
+	kind := ""
 	switch obj.(type) {
 	case *corev1.Service:
 		set = c.caches.informers.services
@@ -58,9 +62,20 @@ func (c *Controller) informerOf(obj runtime.Object) (cache.SharedIndexInformer, 
 	case *discoveryv1.EndpointSlice:
 		set = c.caches.informers.slices
 	case *networkingv1.Ingress:
-		set = c.caches.informers.ingresses
+		kind = source.KindIngress
+	case *gatewayv1.Gateway:
+		kind = source.KindGateway
+	case *gatewayv1.HTTPRoute:
+		kind = source.KindHTTPRoute
+	case *gatewayv1.GRPCRoute:
+		kind = source.KindGRPCRoute
+	case *gatewayv1.TLSRoute:
+		kind = source.KindTLSRoute
 	default:
 		return nil, fmt.Errorf("no informer for a %T", obj)
+	}
+	if k := c.kindOf(kind); k != nil {
+		set = k.informers
 	}
 	if len(set.list) == 0 {
 		return nil, fmt.Errorf("no informer for a %T in this scope", obj)
@@ -86,16 +101,15 @@ type Decision struct {
 	Events []string
 	// Status is, by Service, the load-balancer ingress to write (IPs or host
 	// names); an empty list clears it.
-	Status map[string][]string
+	Status map[skydns.ObjectKey][]string
 	// Probes are, by object, the health targets wanted.
 	Probes map[string][]string
 	// Requeue are the keys to sync again later.
-	Requeue []string
+	Requeue []skydns.ObjectKey
 }
 
-// Sync syncs one key ("kind/namespace/name") and returns its decision
-// without applying it.
-func (c *Controller) Sync(ctx context.Context, key string) (Decision, error) {
+// Sync syncs one object and returns its decision without applying it.
+func (c *Controller) Sync(ctx context.Context, key skydns.ObjectKey) (Decision, error) {
 	out, err := c.sync(ctx, key)
 	if err != nil {
 		return Decision{}, err
@@ -130,7 +144,7 @@ func decision(out outcome) Decision {
 	slices.Sort(d.Events)
 	for _, s := range out.status {
 		if d.Status == nil {
-			d.Status = map[string][]string{}
+			d.Status = map[skydns.ObjectKey][]string{}
 		}
 		ingress := []string{}
 		for _, ing := range s.ingress {
@@ -154,3 +168,6 @@ func decision(out outcome) Decision {
 	}
 	return d
 }
+
+// IsPermanent reports whether a sync's error is one retrying cannot fix.
+func IsPermanent(err error) bool { return isPermanent(err) }

@@ -18,48 +18,48 @@ import (
 
 // The informers' event handlers: what a change of each kind of object queues.
 
-// handle enqueues the objects of a kind's informers as they change, with
-// what depends on them (nil: nothing), and returns whether the handler has
-// been told of every object the informers listed.
-func (c *Controller) handle(inf informerSet, kind string, depends dependents) cache.InformerSynced {
+// handle enqueues the objects of a kind as they change, with what depends
+// on them, and returns whether the handler has been told of every object
+// the kind's informers listed.
+func (c *Controller) handle(k *objectKind) cache.InformerSynced {
 	changed := func(old, cur any) {
 		obj := cur
 		if obj == nil {
 			obj = old
 		}
-		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		name, err := cache.DeletionHandlingObjectToName(obj)
 		if err != nil {
 			utilruntime.HandleError(err)
 			return
 		}
-		c.enqueueCached(kind, key)
-		if depends != nil {
-			depends(c, key, obj, old, cur)
+		c.enqueue(skydns.ObjectKey{Kind: k.kind, Namespace: name.Namespace, Name: name.Name})
+		if k.changed != nil {
+			k.changed(c, name, obj, old, cur)
 		}
 	}
-	synced, err := inf.addEventHandler(cache.ResourceEventHandlerFuncs{
+	synced, err := k.informers.addEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { changed(nil, obj) },
 		UpdateFunc: changed,
 		DeleteFunc: func(obj any) { changed(obj, nil) },
 	})
 	if err != nil {
-		panic(fmt.Sprintf("add %s event handler: %v", kind, err))
+		panic(fmt.Sprintf("add %s event handler: %v", k.kind, err))
 	}
 	return synced
 }
 
-// serviceChanged enqueues what depends on a Service ("namespace/name")
-// besides the Service itself: the Ingresses when it is the ingress
-// controller's, and the Gateways it implements with their routes.
-func (c *Controller) serviceChanged(obj any, key string) {
-	if key == c.caches.builder.IngressService() {
+// serviceChanged enqueues what depends on a Service besides the Service
+// itself: the Ingresses when it is the ingress controller's, and the
+// Gateways it implements with their routes.
+func (c *Controller) serviceChanged(obj any, name cache.ObjectName) {
+	if name.String() == c.caches.builder.IngressService() {
 		c.enqueueAll(source.KindIngress)
 	}
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
 	svc, _ := obj.(*corev1.Service)
-	c.serviceChangedForGateways(svc, key)
+	c.serviceChangedForGateways(svc, name)
 }
 
 // handleSlices enqueues the Service of each EndpointSlice that changes.
@@ -73,10 +73,9 @@ func (c *Controller) handleSlices(inf informerSet) {
 			return
 		}
 		if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
-			key := s.Namespace + "/" + name
-			c.enqueueCached(source.KindService, key)
+			c.enqueue(skydns.ObjectKey{Kind: source.KindService, Namespace: s.Namespace, Name: name})
 			svc, _ := c.caches.services.Services(s.Namespace).Get(name)
-			c.serviceChanged(svc, key)
+			c.serviceChanged(svc, cache.NewObjectName(s.Namespace, name))
 		}
 	}
 	synced, err := inf.addEventHandler(cache.ResourceEventHandlerFuncs{
@@ -129,14 +128,15 @@ func (c *Controller) handleNodes(inf informerSet) {
 // enqueueAddressUsers enqueues every object whose addresses may come from
 // nodes: the Services, and the Gateways and routes that take a Service's.
 func (c *Controller) enqueueAddressUsers() {
-	c.enqueueAll(source.KindService)
-	for _, key := range c.gatewayKeys() {
-		c.enqueue(key)
+	for _, k := range c.caches.kinds {
+		if k.nodeAddressed {
+			c.enqueueAll(k.kind)
+		}
 	}
 }
 
 // enqueue adds a key to the queue and remembers when its change was first seen.
-func (c *Controller) enqueue(key string) {
+func (c *Controller) enqueue(key skydns.ObjectKey) {
 	if !c.phase.started.Load() {
 		return
 	}
@@ -144,41 +144,28 @@ func (c *Controller) enqueue(key string) {
 	c.queue.Add(key)
 }
 
-// enqueueObject enqueues the object of a kind, namespace and name.
-func (c *Controller) enqueueObject(kind, namespace, name string) {
-	c.enqueue(skydns.ObjectKey{Kind: kind, Namespace: namespace, Name: name}.String())
-}
-
-// enqueueCached enqueues the object of a kind under its key in an informer's
-// cache ("namespace/name").
-func (c *Controller) enqueueCached(kind, cacheKey string) {
-	if key, ok := objectKeyOf(kind, cacheKey); ok {
-		c.enqueue(key)
-	}
-}
-
 // observations remember, by key, when a change was first seen, until the key
 // is synced.
 type observations struct {
 	mu   sync.Mutex
-	seen map[string]time.Time
+	seen map[skydns.ObjectKey]time.Time
 }
 
 // see remembers now for key, unless a change to it is remembered already.
-func (o *observations) see(key string) {
+func (o *observations) see(key skydns.ObjectKey) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if _, ok := o.seen[key]; ok {
 		return
 	}
 	if o.seen == nil {
-		o.seen = make(map[string]time.Time)
+		o.seen = make(map[skydns.ObjectKey]time.Time)
 	}
 	o.seen[key] = time.Now()
 }
 
 // take returns and forgets when a change to key was first seen; zero if none is remembered.
-func (o *observations) take(key string) time.Time {
+func (o *observations) take(key skydns.ObjectKey) time.Time {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	t := o.seen[key]

@@ -112,10 +112,12 @@ func (c *Controller) healthChanged(ch health.Change) {
 	c.decideLocked(func(out *outcome) {
 		for _, src := range ch.Sources {
 			c.cfg.Log.WithFields(logrus.Fields{"object": src, "address": ch.Target.String(), "healthy": ch.Healthy}).Info("health changed")
+			// An object that publishes nothing has no address to
+			// check: it is gone, or changed, and synced for it.
 			if pub := c.book.index.Publication(src); pub != nil {
 				out.event(pub, kind, reason, "address "+ch.Target.String()+" "+verb)
+				out.requeue = append(out.requeue, requeue{key: pub.Key})
 			}
-			out.requeue = append(out.requeue, requeue{key: src})
 		}
 	})
 }

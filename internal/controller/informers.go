@@ -88,8 +88,8 @@ func allSynced(synced []cache.InformerSynced) cache.InformerSynced {
 	}
 }
 
-// coreInformers are the informers of the resources besides the Gateway
-// API's; a resource the scope does not read has none.
+// coreInformers are the informers of the resources besides the CRDs'
+// kinds (see discovery); a resource the scope does not read has none.
 type coreInformers struct {
 	services, slices, nodes, ingresses informerSet
 }

@@ -5,23 +5,32 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/skylb/skylb/internal/kubeclient"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
 
-// objectKind is a kind of object the controller publishes from informers of
-// its own: the Services and the Ingresses (the Gateway API's kinds, whose
-// informers start when their CRDs are served, are gatewayState's). A new
-// kind is an entry of coreKinds, its informers in New, and its builder in
-// package source.
+// objectKind is a kind of object the controller publishes, or reads for
+// what others publish (the Gateways, whose addresses routes take): how its
+// informers are made and run, how a cached object becomes a publication, and
+// what else its changes queue. A new kind is an entry of kindsOf, its
+// builder in package source (with its Kubernetes kind, source.Kinds) and
+// its RBAC rule.
 type objectKind struct {
 	kind      string        // source kind: source.KindService, ...
 	informers informerSet   // the kind's informers
 	indexer   cache.Indexer // their caches, as one
+	// served, for the kind of a CRD, is the resource whose informers run
+	// once discovery says it is served (see discovery); nil for a kind
+	// whose informers run from the start.
+	served *servedResource
+	// indexers are added to the informers before they run.
+	indexers cache.Indexers
 	// publication returns what a cached object publishes: nil when it
 	// publishes nothing. A Service also returns itself, whose status and
 	// finalizer follow its records.
@@ -32,19 +41,24 @@ type objectKind struct {
 	// changed queues what else a change of an object affects; nil:
 	// nothing.
 	changed dependents
+	// nodeAddressed says that the kind's addresses may come from the
+	// nodes (a Service's, or those a Gateway or route takes from one): a
+	// Node's change queues its objects.
+	nodeAddressed bool
 }
 
-// dependents queues what depends on an object besides itself, given the
-// object (cur, or old once deleted), the object before a change (nil when
-// added) and after it (nil when deleted).
-type dependents func(c *Controller, key string, obj, old, cur any)
+// dependents queues what depends on an object besides itself, given its
+// name, the object (cur, or old once deleted), the object before a change
+// (nil when added) and after it (nil when deleted).
+type dependents func(c *Controller, name cache.ObjectName, obj, old, cur any)
 
-// coreKinds returns the kinds of the controller's own informers.
-func coreKinds(svcs, ings informerSet) []*objectKind {
-	return []*objectKind{{
+// kindsOf returns the kinds cfg publishes, with their informers made by f:
+// svcs and ings are the Services' and the Ingresses' (New reads Services
+// for more than their own publications).
+func kindsOf(cfg Config, f informerMaker, svcs, ings informerSet) []*objectKind {
+	kinds := []*objectKind{{
 		kind:        source.KindService,
 		informers:   svcs,
-		indexer:     svcs.indexer(),
 		publication: (*Controller).servicePublication,
 		// Only a LoadBalancer Service, or one whose status still holds
 		// load-balancer addresses, can publish.
@@ -52,18 +66,55 @@ func coreKinds(svcs, ings informerSet) []*objectKind {
 			s, ok := obj.(*corev1.Service)
 			return ok && (s.Spec.Type == corev1.ServiceTypeLoadBalancer || len(s.Status.LoadBalancer.Ingress) > 0)
 		},
-		changed: (*Controller).serviceDependents,
+		changed:       (*Controller).serviceDependents,
+		nodeAddressed: true,
 	}, {
 		kind:        source.KindIngress,
 		informers:   ings,
-		indexer:     ings.indexer(),
 		publication: (*Controller).ingressPublication,
 	}}
+	sc := cfg.Scope
+	late := func(kind string, r schema.GroupVersionResource, obj runtime.Object) *objectKind {
+		return &objectKind{kind: kind, informers: f.of(r, obj, sc.Namespaces), served: &servedResource{GroupVersionResource: r}}
+	}
+	// The Gateways are read whenever a kind of the Gateway API is
+	// published: routes take their addresses.
+	if cfg.GatewayAPI && sc.GatewayAPI() {
+		gw := late(source.KindGateway, kubeclient.Gateways, &gatewayv1.Gateway{})
+		gw.publication, gw.changed, gw.nodeAddressed = (*Controller).gatewayPublication, (*Controller).gatewayDependents, true
+		kinds = append(kinds, gw)
+		for _, r := range []struct {
+			kind  string
+			res   schema.GroupVersionResource
+			obj   runtime.Object
+			route func(any) (source.Route, bool)
+		}{
+			{source.KindHTTPRoute, kubeclient.HTTPRoutes, &gatewayv1.HTTPRoute{}, routeOf(source.HTTPRoute)},
+			{source.KindGRPCRoute, kubeclient.GRPCRoutes, &gatewayv1.GRPCRoute{}, routeOf(source.GRPCRoute)},
+			{source.KindTLSRoute, kubeclient.TLSRoutes, &gatewayv1.TLSRoute{}, routeOf(source.TLSRoute)},
+		} {
+			if !sc.Kind(r.kind) {
+				continue
+			}
+			k := late(r.kind, r.res, r.obj)
+			k.indexers = cache.Indexers{byParent: parentIndex(r.route)}
+			k.publication, k.nodeAddressed = routePublication(r.kind, r.route), true
+			kinds = append(kinds, k)
+		}
+	}
+	for _, k := range kinds {
+		k.indexer = k.informers.indexer()
+	}
+	return kinds
 }
 
-// kindOf returns the entry of one of coreKinds; nil for another kind.
+// kindOf returns the entry of a kind; nil for a kind not published.
 func (c *Controller) kindOf(kind string) *objectKind {
-	for _, k := range c.caches.kinds {
+	return findKind(c.caches.kinds, kind)
+}
+
+func findKind(kinds []*objectKind, kind string) *objectKind {
+	for _, k := range kinds {
 		if k.kind == kind {
 			return k
 		}
@@ -104,31 +155,30 @@ func (c *Controller) ingressPublication(obj any) (*source.Publication, *corev1.S
 
 // serviceDependents queues what depends on a Service besides itself: what
 // serviceChanged names, and the Services whose ports it shares.
-func (c *Controller) serviceDependents(key string, obj, old, cur any) {
-	c.serviceChanged(obj, key)
+func (c *Controller) serviceDependents(name cache.ObjectName, obj, old, cur any) {
+	c.serviceChanged(obj, name)
 	c.portsChanged(old, cur)
 }
 
 // cachedKeys returns the keys of a kind's cached objects.
-func (k *objectKind) cachedKeys() []string {
-	var out []string
-	for _, key := range k.indexer.ListKeys() {
-		if s, ok := objectKeyOf(k.kind, key); ok {
-			out = append(out, s)
+func (k *objectKind) cachedKeys() []skydns.ObjectKey {
+	objs := k.indexer.List()
+	out := make([]skydns.ObjectKey, 0, len(objs))
+	for _, obj := range objs {
+		if key, ok := k.keyOf(obj); ok {
+			out = append(out, key)
 		}
 	}
 	return out
 }
 
-// objectKeyOf returns the key of the object of a kind under its key in an
-// informer's cache ("namespace/name").
-func objectKeyOf(kind, cacheKey string) (string, bool) {
-	ns, name, err := cache.SplitMetaNamespaceKey(cacheKey)
+// keyOf returns the key of an object of the kind, or of its tombstone.
+func (k *objectKind) keyOf(obj any) (skydns.ObjectKey, bool) {
+	name, err := cache.DeletionHandlingObjectToName(obj)
 	if err != nil {
-		utilruntime.HandleError(err)
-		return "", false
+		return skydns.ObjectKey{}, false
 	}
-	return skydns.ObjectKey{Kind: kind, Namespace: ns, Name: name}.String(), true
+	return skydns.ObjectKey{Kind: k.kind, Namespace: name.Namespace, Name: name.Name}, true
 }
 
 // enqueueAll enqueues every cached object of a kind that it selects.
@@ -138,8 +188,8 @@ func (c *Controller) enqueueAll(kind string) {
 		return
 	}
 	for _, obj := range k.indexer.List() {
-		if m, ok := obj.(metav1.Object); ok && (k.selected == nil || k.selected(obj)) {
-			c.enqueueObject(kind, m.GetNamespace(), m.GetName())
+		if key, ok := k.keyOf(obj); ok && (k.selected == nil || k.selected(obj)) {
+			c.enqueue(key)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/skylb/skylb/internal/health"
 	"github.com/skylb/skylb/internal/publish"
+	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
 
@@ -55,16 +56,16 @@ type probe struct {
 	targets []health.Target
 }
 
-// status is the status.loadBalancer.ingress a Service ("namespace/name")
-// should have; nil clears a status skylb wrote.
+// status is the status.loadBalancer.ingress a Service should have; nil
+// clears a status skylb wrote.
 type status struct {
-	service string
+	service skydns.ObjectKey
 	ingress []corev1.LoadBalancerIngress
 }
 
 // requeue is an object to sync again after a while.
 type requeue struct {
-	key   string
+	key   skydns.ObjectKey
 	after time.Duration
 }
 

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
 
@@ -78,7 +79,7 @@ func (c *Controller) portsChanged(old, cur any) {
 			}
 			seen[key] = true
 			for _, svc := range users(key) {
-				c.enqueueObject(source.KindService, svc.Namespace, svc.Name)
+				c.enqueue(skydns.ObjectKey{Kind: source.KindService, Namespace: svc.Namespace, Name: svc.Name})
 				k, _ := c.portIndex(svc)
 				next = append(next, k...)
 			}

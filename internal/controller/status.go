@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/skylb/skylb/internal/kubeclient"
 	"github.com/skylb/skylb/internal/skydns"
@@ -132,27 +131,23 @@ func (c *Controller) statusOf(out *outcome, svc *corev1.Service, pub *source.Pub
 	case pub != nil || !c.caches.builder.StaleStatus(svc):
 		return
 	}
-	out.status = append(out.status, status{service: svc.Namespace + "/" + svc.Name, ingress: want})
+	out.status = append(out.status, status{service: skydns.ObjectKey{Kind: source.KindService, Namespace: svc.Namespace, Name: svc.Name}, ingress: want})
 }
 
-// syncStatus writes the status of one Service ("namespace/name") as its current
-// publication wants it.
-func (c *Controller) syncStatus(ctx context.Context, key string) error {
+// syncStatus writes the status of one Service as its current publication
+// wants it.
+func (c *Controller) syncStatus(ctx context.Context, key skydns.ObjectKey) error {
 	if !c.cfg.Leading() {
 		return nil
 	}
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return err
-	}
-	svc, err := c.caches.services.Services(ns).Get(name)
+	svc, err := c.caches.services.Services(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		return nil
 	} else if err != nil {
 		return err
 	}
 	c.mu.Lock()
-	pub := c.book.index.Publication(skydns.ObjectKey{Kind: source.KindService, Namespace: ns, Name: name}.String())
+	pub := c.book.index.Publication(key.String())
 	c.mu.Unlock()
 	if pub != nil && pub.WriteStatus && svc.DeletionTimestamp == nil {
 		// The status first, then the finalizer: the other order would
@@ -193,7 +188,7 @@ func (c *Controller) processNextStatus(ctx context.Context) bool {
 	}
 	defer c.statuses.queue.Done(key)
 	if err := c.syncStatus(ctx, key); err != nil {
-		c.cfg.Log.WithError(err).WithField("service", key).Warn("status write failed; will retry")
+		c.cfg.Log.WithError(err).WithField("object", key.String()).Warn("status write failed; will retry")
 		c.statuses.queue.AddRateLimited(key)
 		return true
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/health"
+	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 )
 
@@ -56,16 +57,16 @@ func TestSyncDecision(t *testing.T) {
 		objects []runtime.Object
 		// synced are synced first, in order, their decisions dropped;
 		// deleted are then removed from the caches.
-		synced  []string
+		synced  []skydns.ObjectKey
 		deleted []runtime.Object
-		key     string
+		key     skydns.ObjectKey
 		want    controller.Decision
 	}{
 		{
 			name: "status addresses of another implementation, with a hostname annotation",
 			objects: []runtime.Object{annotated(withClass(lbService("shop", "db", t0, "192.0.2.77"), "metallb.io/metallb"),
 				source.AnnotationHostname, "db.example.com")},
-			key: "service/shop/db",
+			key: svcKey("shop", "db"),
 			want: controller.Decision{
 				Records: []string{"db.example.com 192.0.2.77", "db.shop.example.org 192.0.2.77"},
 				Events:  []string{"Normal Published: published db.example.com, db.shop.example.org: 192.0.2.77"},
@@ -78,11 +79,11 @@ func TestSyncDecision(t *testing.T) {
 				ep{ip: "10.244.2.5", node: "n2", ready: true},
 				ep{ip: "10.244.3.5", node: "n3", ready: true},
 			)),
-			key: "service/shop/web",
+			key: svcKey("shop", "web"),
 			want: controller.Decision{
 				Records: []string{"web.shop.example.org 10.0.0.2", "web.shop.example.org 192.0.2.1"},
 				Events:  []string{"Normal Published: published web.shop.example.org: 10.0.0.2, 192.0.2.1"},
-				Status:  map[string][]string{"shop/web": {"10.0.0.2", "192.0.2.1"}},
+				Status:  map[skydns.ObjectKey][]string{svcKey("shop", "web"): {"10.0.0.2", "192.0.2.1"}},
 			},
 		},
 		{
@@ -90,11 +91,11 @@ func TestSyncDecision(t *testing.T) {
 			objects: append(clone(nodes),
 				annotated(lbService("shop", "mqtt", t0), source.AnnotationAddressSource, "pods", health.AnnotationCheck, "tcp", health.AnnotationPort, "1883"),
 				slice("shop", "mqtt", ep{ip: "10.244.1.7", node: "n1", ready: true}, ep{ip: "10.244.1.8", node: "n2"})),
-			key: "service/shop/mqtt",
+			key: svcKey("shop", "mqtt"),
 			want: controller.Decision{
 				Records: []string{"mqtt.shop.example.org 10.244.1.7"},
 				Events:  []string{"Normal Published: published mqtt.shop.example.org: 10.244.1.7"},
-				Status:  map[string][]string{"shop/mqtt": {"mqtt.shop.example.org"}},
+				Status:  map[skydns.ObjectKey][]string{svcKey("shop", "mqtt"): {"mqtt.shop.example.org"}},
 				Probes:  map[string][]string{"service/shop/mqtt": {"10.244.1.7:1883"}},
 			},
 		},
@@ -102,26 +103,26 @@ func TestSyncDecision(t *testing.T) {
 			name:    "no endpoints yet: the Warning waits for the grace period",
 			grace:   time.Minute,
 			objects: append(clone(nodes), lbService("shop", "web", t0)),
-			key:     "service/shop/web",
+			key:     svcKey("shop", "web"),
 			want: controller.Decision{
 				Records: []string{"web.shop.example.org -"},
 				Events:  []string{"Normal Published: published web.shop.example.org: no addresses yet"},
 				// The status lists the usable nodes at once, endpoints or not.
-				Status:  map[string][]string{"shop/web": {"10.0.0.2", "192.0.2.1"}},
-				Requeue: []string{"service/shop/web"},
+				Status:  map[skydns.ObjectKey][]string{svcKey("shop", "web"): {"10.0.0.2", "192.0.2.1"}},
+				Requeue: []skydns.ObjectKey{svcKey("shop", "web")},
 			},
 		},
 		{
 			name:    "no endpoints without a grace period",
 			objects: append(clone(nodes), lbService("shop", "web", t0)),
-			key:     "service/shop/web",
+			key:     svcKey("shop", "web"),
 			want: controller.Decision{
 				Records: []string{"web.shop.example.org -"},
 				Events: []string{
 					"Normal Published: published web.shop.example.org: no addresses yet",
 					"Warning NoEndpoints: no ready endpoints on usable nodes; no records are published",
 				},
-				Status: map[string][]string{"shop/web": {"10.0.0.2", "192.0.2.1"}},
+				Status: map[skydns.ObjectKey][]string{svcKey("shop", "web"): {"10.0.0.2", "192.0.2.1"}},
 			},
 		},
 		{
@@ -129,7 +130,7 @@ func TestSyncDecision(t *testing.T) {
 			cfg:  statusMode,
 			objects: []runtime.Object{annotated(lbService("shop", "web", t0, "192.0.2.10"),
 				source.AnnotationHostname, "www.example.org", source.AnnotationShared, "true")},
-			key: "service/shop/web",
+			key: svcKey("shop", "web"),
 			want: controller.Decision{
 				Records: []string{"web.shop.example.org 192.0.2.10 shared balanced 100", "www.example.org 192.0.2.10 shared balanced 100"},
 				Events:  []string{"Normal Published: published web.shop.example.org, www.example.org: 192.0.2.10"},
@@ -141,7 +142,7 @@ func TestSyncDecision(t *testing.T) {
 			objects: []runtime.Object{annotated(lbService("shop", "web", t0, "192.0.2.10"),
 				source.AnnotationHostname, "www.example.org", source.AnnotationShared, "true",
 				source.AnnotationClusterPolicy, "failover", source.AnnotationClusterPriority, "20")},
-			key: "service/shop/web",
+			key: svcKey("shop", "web"),
 			want: controller.Decision{
 				Records: []string{"web.shop.example.org 192.0.2.10 shared failover 20", "www.example.org 192.0.2.10 shared failover 20"},
 				Events:  []string{"Normal Published: published web.shop.example.org, www.example.org: 192.0.2.10"},
@@ -153,7 +154,7 @@ func TestSyncDecision(t *testing.T) {
 			objects: []runtime.Object{annotated(lbService("shop", "web", t0, "192.0.2.10"),
 				source.AnnotationHostname, "www.example.org", source.AnnotationShared, "true",
 				source.AnnotationClusterPolicy, "failover", source.AnnotationClusterPriority, "high")},
-			key: "service/shop/web",
+			key: svcKey("shop", "web"),
 			want: controller.Decision{
 				Records: []string{"web.shop.example.org 192.0.2.10 shared failover 100", "www.example.org 192.0.2.10 shared failover 100"},
 				Events: []string{
@@ -171,14 +172,14 @@ func TestSyncDecision(t *testing.T) {
 				svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.2", IPMode: &vip}}
 				return svc
 			}()),
-			key:  "service/shop/web",
-			want: controller.Decision{Status: map[string][]string{"shop/web": {}}},
+			key:  svcKey("shop", "web"),
+			want: controller.Decision{Status: map[skydns.ObjectKey][]string{svcKey("shop", "web"): {}}},
 		},
 		{
 			name: "an ExternalName Service with a hostname annotation: a CNAME, and no status",
 			objects: []runtime.Object{annotated(externalNameService("shop", "db", "db.example.net"),
 				source.AnnotationHostname, "db.example.com")},
-			key: "service/shop/db",
+			key: svcKey("shop", "db"),
 			want: controller.Decision{
 				Records: []string{"db.example.com db.example.net", "db.shop.example.org db.example.net"},
 				Events:  []string{"Normal Published: published db.example.com, db.shop.example.org: CNAME db.example.net"},
@@ -188,7 +189,7 @@ func TestSyncDecision(t *testing.T) {
 			name: "an ExternalName Service with an IP address for a name",
 			objects: []runtime.Object{annotated(externalNameService("shop", "db", "192.0.2.10"),
 				source.AnnotationHostname, "")},
-			key: "service/shop/db",
+			key: svcKey("shop", "db"),
 			want: controller.Decision{
 				Records: []string{"db.shop.example.org -"},
 				Events: []string{
@@ -200,13 +201,13 @@ func TestSyncDecision(t *testing.T) {
 		{
 			name:    "an ExternalName Service without a hostname annotation",
 			objects: []runtime.Object{externalNameService("shop", "db", "db.example.net")},
-			key:     "service/shop/db",
+			key:     svcKey("shop", "db"),
 		},
 		{
 			name: "an ExternalName Service pointing beneath its own name",
 			objects: []runtime.Object{annotated(externalNameService("shop", "db", "a.db.shop.example.org"),
 				source.AnnotationHostname, "")},
-			key: "service/shop/db",
+			key: svcKey("shop", "db"),
 			want: controller.Decision{
 				Records: []string{"db.shop.example.org -"},
 				Events: []string{
@@ -221,7 +222,7 @@ func TestSyncDecision(t *testing.T) {
 			reverse: []string{"192.0.2.0/24"},
 			objects: []runtime.Object{annotated(lbService("shop", "web", t0, "192.0.2.10", "198.51.100.10"),
 				source.AnnotationHostname, "www.example.org")},
-			key: "service/shop/web",
+			key: svcKey("shop", "web"),
 			want: controller.Decision{
 				Records: []string{
 					"10.2.0.192.in-addr.arpa www.example.org follows www.example.org",
@@ -236,8 +237,8 @@ func TestSyncDecision(t *testing.T) {
 			cfg:     statusMode,
 			reverse: []string{"203.0.113.0/24"},
 			objects: []runtime.Object{older, newer},
-			synced:  []string{"service/team-a/web"},
-			key:     "service/team-b/web",
+			synced:  []skydns.ObjectKey{svcKey("team-a", "web")},
+			key:     svcKey("team-b", "web"),
 			want: controller.Decision{
 				Records: []string{
 					"1.113.0.203.in-addr.arpa web.team-b.example.org follows web.team-b.example.org",
@@ -254,9 +255,9 @@ func TestSyncDecision(t *testing.T) {
 			cfg:     statusMode,
 			reverse: []string{"192.0.2.0/24"},
 			objects: []runtime.Object{lbService("shop", "web", t0, "192.0.2.10")},
-			synced:  []string{"service/shop/web"},
+			synced:  []skydns.ObjectKey{svcKey("shop", "web")},
 			deleted: []runtime.Object{lbService("shop", "web", t0, "192.0.2.10")},
-			key:     "service/shop/web",
+			key:     svcKey("shop", "web"),
 			want:    controller.Decision{Records: []string{"10.2.0.192.in-addr.arpa -", "web.shop.example.org -"}},
 		},
 		{
@@ -264,7 +265,7 @@ func TestSyncDecision(t *testing.T) {
 			cfg:  statusMode,
 			objects: []runtime.Object{annotated(lbService("shop", "web", t0, "192.0.2.10"),
 				source.AnnotationHostname, "bad_name!.example.org, www.example.net")},
-			key: "service/shop/web",
+			key: svcKey("shop", "web"),
 			want: controller.Decision{
 				Records: []string{"web.shop.example.org 192.0.2.10"},
 				Events: []string{
@@ -278,8 +279,8 @@ func TestSyncDecision(t *testing.T) {
 			name:    "a hostname another namespace claimed first",
 			cfg:     statusMode,
 			objects: []runtime.Object{older, newer},
-			synced:  []string{"service/team-a/web"},
-			key:     "service/team-b/web",
+			synced:  []skydns.ObjectKey{svcKey("team-a", "web")},
+			key:     svcKey("team-b", "web"),
 			want: controller.Decision{
 				Records: []string{"web.team-b.example.org 203.0.113.1", "www.example.org 192.0.2.1"},
 				Events: []string{
@@ -292,9 +293,9 @@ func TestSyncDecision(t *testing.T) {
 			name:    "the older claim goes: the other namespace gets the name",
 			cfg:     statusMode,
 			objects: []runtime.Object{older, newer},
-			synced:  []string{"service/team-a/web", "service/team-b/web"},
+			synced:  []skydns.ObjectKey{svcKey("team-a", "web"), svcKey("team-b", "web")},
 			deleted: []runtime.Object{older},
-			key:     "service/team-a/web",
+			key:     svcKey("team-a", "web"),
 			want: controller.Decision{
 				Records: []string{"web.team-a.example.org -", "www.example.org 203.0.113.1"},
 				Events:  []string{"Normal Published: published web.team-b.example.org, www.example.org: 203.0.113.1"},
@@ -305,8 +306,8 @@ func TestSyncDecision(t *testing.T) {
 			cfg:  statusMode,
 			objects: []runtime.Object{older,
 				annotated(lbService("team-a", "web2", t0.Add(time.Hour), "192.0.2.2"), source.AnnotationHostname, "www.example.org")},
-			synced: []string{"service/team-a/web"},
-			key:    "service/team-a/web2",
+			synced: []skydns.ObjectKey{svcKey("team-a", "web")},
+			key:    svcKey("team-a", "web2"),
 			want: controller.Decision{
 				// The group of names is resolved again as a whole; web's
 				// own names did not change, and it is not told again.
@@ -326,7 +327,7 @@ func TestSyncDecision(t *testing.T) {
 					Ingress: []networkingv1.IngressLoadBalancerIngress{{IP: "192.0.2.30"}},
 				}},
 			}},
-			key: "ingress/shop/web",
+			key: ingKey("shop", "web"),
 			want: controller.Decision{
 				Records: []string{"app.example.org 192.0.2.30"},
 				Events: []string{
@@ -344,7 +345,7 @@ func TestSyncDecision(t *testing.T) {
 					ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", CreationTimestamp: metav1.NewTime(t0)},
 					Spec:       networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "app.example.org"}}},
 				}),
-			key: "ingress/shop/web",
+			key: ingKey("shop", "web"),
 			want: controller.Decision{
 				Records: []string{"app.example.org 10.0.0.2"},
 				Events:  []string{"Normal Published: published app.example.org: 10.0.0.2"},
@@ -354,9 +355,9 @@ func TestSyncDecision(t *testing.T) {
 			name:    "a deleted Service",
 			cfg:     statusMode,
 			objects: []runtime.Object{lbService("shop", "web", t0, "192.0.2.10")},
-			synced:  []string{"service/shop/web"},
+			synced:  []skydns.ObjectKey{svcKey("shop", "web")},
 			deleted: []runtime.Object{lbService("shop", "web", t0, "192.0.2.10")},
-			key:     "service/shop/web",
+			key:     svcKey("shop", "web"),
 			want:    controller.Decision{Records: []string{"web.shop.example.org -"}},
 		},
 	}
@@ -400,6 +401,14 @@ func TestSyncDecision(t *testing.T) {
 			}
 		})
 	}
+}
+
+func svcKey(ns, name string) skydns.ObjectKey {
+	return skydns.ObjectKey{Kind: source.KindService, Namespace: ns, Name: name}
+}
+
+func ingKey(ns, name string) skydns.ObjectKey {
+	return skydns.ObjectKey{Kind: source.KindIngress, Namespace: ns, Name: name}
 }
 
 func externalNameService(ns, name, target string) *corev1.Service {

@@ -30,8 +30,8 @@ type ZoneConfig struct {
 }
 
 // zoneKey is the key under which a change of the nameservers' sources is
-// remembered as observed.
-const zoneKey = "zone/nameservers"
+// remembered as observed; it is no object's, having no namespace.
+var zoneKey = skydns.ObjectKey{Kind: "zone", Name: "nameservers"}
 
 // zoneState is what the controller keeps for the zone records. Everything but
 // wake is guarded by Controller.mu.

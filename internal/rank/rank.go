@@ -226,9 +226,8 @@ func groupsOf(p *source.Publication) []string {
 
 // claim is one object's claim on one name.
 type claim struct {
-	name    source.Name
-	pub     *source.Publication
-	objName string
+	name source.Name
+	pub  *source.Publication
 }
 
 // compareClaims orders claims first come, first served: the older object,
@@ -237,8 +236,8 @@ type claim struct {
 func compareClaims(a, b claim) int {
 	return cmp.Or(
 		a.pub.Created.Compare(b.pub.Created),
-		cmp.Compare(a.pub.Namespace, b.pub.Namespace),
-		cmp.Compare(a.objName, b.objName),
+		cmp.Compare(a.pub.Key.Namespace, b.pub.Key.Namespace),
+		cmp.Compare(a.pub.Key.Name, b.pub.Key.Name),
 		cmp.Compare(a.pub.Source, b.pub.Source),
 		cmp.Compare(a.name.Name, b.name.Name),
 	)
@@ -281,10 +280,9 @@ func (x *Index) Resolve(group string) Result {
 	claims := slices.Grow(sc.claims[:0], size)
 	for src := range members {
 		pub := x.pubs[src]
-		objName := src[strings.LastIndexByte(src, '/')+1:]
 		for _, n := range pub.Names {
 			if GroupOf(n.Placed) == group {
-				claims = append(claims, claim{name: n, pub: pub, objName: objName})
+				claims = append(claims, claim{name: n, pub: pub})
 			}
 		}
 	}
@@ -301,10 +299,10 @@ func (x *Index) Resolve(group string) Result {
 			})
 			continue
 		}
-		holder[c.name.Name] = c.pub.Namespace
+		holder[c.name.Name] = c.pub.Key.Namespace
 		for _, anc := range ancestors(c.name.Placed) {
-			if !slices.Contains(beneath[anc], c.pub.Namespace) {
-				beneath[anc] = append(beneath[anc], c.pub.Namespace)
+			if !slices.Contains(beneath[anc], c.pub.Key.Namespace) {
+				beneath[anc] = append(beneath[anc], c.pub.Key.Namespace)
 			}
 		}
 		res.Granted[c.pub.Source] = append(res.Granted[c.pub.Source], c.name.Name)
@@ -347,7 +345,7 @@ func (x *Index) Resolve(group string) Result {
 // conflict returns the namespace and name of a granted claim of another namespace
 // related to c, or empty strings.
 func conflict(c claim, holder map[string]string, beneath map[string][]string) (string, string) {
-	ns := c.pub.Namespace
+	ns := c.pub.Key.Namespace
 	if h, ok := holder[c.name.Name]; ok && h != ns {
 		return h, c.name.Name
 	}
@@ -535,11 +533,11 @@ func (x *Index) Publication(src string) *source.Publication { return x.pubs[src]
 // GroupsOf returns the groups the names of src fall in.
 func (x *Index) GroupsOf(src string) []string { return groupsOf(x.pubs[src]) }
 
-// Sources returns the sources of every stored publication.
-func (x *Index) Sources() []string {
-	out := make([]string, 0, len(x.pubs))
-	for s := range x.pubs {
-		out = append(out, s)
+// Keys returns the objects of every stored publication.
+func (x *Index) Keys() []skydns.ObjectKey {
+	out := make([]skydns.ObjectKey, 0, len(x.pubs))
+	for _, p := range x.pubs {
+		out = append(out, p.Key)
 	}
 	return out
 }

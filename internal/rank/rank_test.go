@@ -31,10 +31,10 @@ type pubOpt func(*source.Publication)
 func pub(src string, created int, opts ...pubOpt) *source.Publication {
 	parts := strings.Split(src, "/")
 	p := &source.Publication{
-		Source:    src,
-		Namespace: parts[1],
-		Created:   t0.Add(time.Duration(created) * time.Minute),
-		TTL:       300,
+		Key:     skydns.ObjectKey{Kind: parts[0], Namespace: parts[1], Name: parts[2]},
+		Source:  src,
+		Created: t0.Add(time.Duration(created) * time.Minute),
+		TTL:     300,
 	}
 	for _, o := range opts {
 		o(p)
@@ -626,10 +626,11 @@ func TestUpdateGroups(t *testing.T) {
 	if got, want := x.GroupsOf("ingress/shop/front"), []string{"front.example.com"}; !slices.Equal(got, want) {
 		t.Errorf("GroupsOf(%q) = %q, want %q", "ingress/shop/front", got, want)
 	}
-	srcs := x.Sources()
-	slices.Sort(srcs)
-	if want := []string{"ingress/shop/front", "service/other/nameless"}; !slices.Equal(srcs, want) {
-		t.Errorf("Sources() = %q, want %q", srcs, want)
+	keys := x.Keys()
+	slices.SortFunc(keys, func(a, b skydns.ObjectKey) int { return strings.Compare(a.String(), b.String()) })
+	want := []skydns.ObjectKey{{Kind: "ingress", Namespace: "shop", Name: "front"}, {Kind: "service", Namespace: "other", Name: "nameless"}}
+	if !slices.Equal(keys, want) {
+		t.Errorf("Keys() = %v, want %v", keys, want)
 	}
 }
 
@@ -737,8 +738,8 @@ type propClaim struct {
 func better(a, b propClaim) bool {
 	return cmp.Or(
 		a.pub.Created.Compare(b.pub.Created),
-		cmp.Compare(a.pub.Namespace, b.pub.Namespace),
-		cmp.Compare(a.pub.Source[strings.LastIndexByte(a.pub.Source, '/'):], b.pub.Source[strings.LastIndexByte(b.pub.Source, '/'):]),
+		cmp.Compare(a.pub.Key.Namespace, b.pub.Key.Namespace),
+		cmp.Compare(a.pub.Key.Name, b.pub.Key.Name),
 		cmp.Compare(a.pub.Source, b.pub.Source),
 	) < 0
 }
@@ -750,12 +751,12 @@ func randomPublications(r *rand.Rand) ([]*source.Publication, map[string]netip.A
 	kinds := []string{"service", "ingress"}
 	for i := range n {
 		ns := propNamespaces[r.Intn(len(propNamespaces))]
-		src := fmt.Sprintf("%s/%s/o%d", kinds[r.Intn(2)], ns, r.Intn(3)*10+i)
+		key := skydns.ObjectKey{Kind: kinds[r.Intn(2)], Namespace: ns, Name: fmt.Sprintf("o%d", r.Intn(3)*10+i)}
 		p := &source.Publication{
-			Source:    src,
-			Namespace: ns,
-			Created:   t0.Add(time.Duration(r.Intn(3)) * time.Minute),
-			TTL:       []uint32{30, 60, 300}[r.Intn(3)],
+			Key:     key,
+			Source:  key.String(),
+			Created: t0.Add(time.Duration(r.Intn(3)) * time.Minute),
+			TTL:     []uint32{30, 60, 300}[r.Intn(3)],
 		}
 		for _, name := range propNames {
 			if r.Intn(4) != 0 {
@@ -767,8 +768,8 @@ func randomPublications(r *rand.Rand) ([]*source.Publication, map[string]netip.A
 			}
 			p.Names = append(p.Names, source.Name{Placed: placed, Generated: r.Intn(5) == 0})
 		}
-		own[src] = netip.AddrFrom4([4]byte{10, 0, byte(i), 1})
-		p.Addresses = []netip.Addr{own[src]}
+		own[p.Source] = netip.AddrFrom4([4]byte{10, 0, byte(i), 1})
+		p.Addresses = []netip.Addr{own[p.Source]}
 		if r.Intn(2) == 0 {
 			p.Addresses = append(p.Addresses, netip.MustParseAddr("192.0.2.1"))
 		}
@@ -850,9 +851,9 @@ func TestResolveProperties(t *testing.T) {
 		// No two granted names of different namespaces are related.
 		for i, a := range granted {
 			for _, b := range granted[i+1:] {
-				if a.pub.Namespace != b.pub.Namespace && dnsname.Related(a.stored, b.stored) {
+				if a.pub.Key.Namespace != b.pub.Key.Namespace && dnsname.Related(a.stored, b.stored) {
 					t.Errorf("iteration %d: %s (namespace %s) and %s (namespace %s) are both granted and related%s",
-						iter, a.stored, a.pub.Namespace, b.stored, b.pub.Namespace, describe())
+						iter, a.stored, a.pub.Key.Namespace, b.stored, b.pub.Key.Namespace, describe())
 				}
 			}
 		}
@@ -862,7 +863,7 @@ func TestResolveProperties(t *testing.T) {
 		for _, c := range refused {
 			blocked := false
 			for _, g := range granted {
-				blocked = blocked || g.pub.Namespace != c.pub.Namespace && dnsname.Related(g.stored, c.stored) && better(g, c)
+				blocked = blocked || g.pub.Key.Namespace != c.pub.Key.Namespace && dnsname.Related(g.stored, c.stored) && better(g, c)
 			}
 			if !blocked {
 				t.Errorf("iteration %d: claim of %s on %s is refused, but no better-ranked related claim of another namespace is granted%s",
@@ -917,7 +918,7 @@ func TestResolveProperties(t *testing.T) {
 				y.Update(p.Source, &decoy)
 			}
 			if r.Intn(4) == 0 {
-				y.Update("service/gone/x", &source.Publication{Source: "service/gone/x", Namespace: "gone", Created: t0.Add(-time.Hour), Names: p.Names})
+				y.Update("service/gone/x", &source.Publication{Key: skydns.ObjectKey{Kind: "service", Namespace: "gone", Name: "x"}, Source: "service/gone/x", Created: t0.Add(-time.Hour), Names: p.Names})
 				y.Update("service/gone/x", nil)
 			}
 			y.Update(p.Source, p)
@@ -941,9 +942,9 @@ func recordTTL(r Result, stored string) uint32 {
 
 func TestGranted(t *testing.T) {
 	x := NewIndex(0)
-	older := &source.Publication{Source: "service/a/web", Namespace: "a", Created: time.Unix(1, 0),
+	older := &source.Publication{Key: skydns.ObjectKey{Kind: "service", Namespace: "a", Name: "web"}, Source: "service/a/web", Created: time.Unix(1, 0),
 		Names: []source.Name{{Placed: dnsname.Placed{Name: "shop.example.com", Zone: "example.com"}}}}
-	newer := &source.Publication{Source: "service/b/web", Namespace: "b", Created: time.Unix(2, 0),
+	newer := &source.Publication{Key: skydns.ObjectKey{Kind: "service", Namespace: "b", Name: "web"}, Source: "service/b/web", Created: time.Unix(2, 0),
 		Names: []source.Name{
 			{Placed: dnsname.Placed{Name: "shop.example.com", Zone: "example.com"}},
 			{Placed: dnsname.Placed{Name: "web.shop2.example.com", Zone: "example.com"}},

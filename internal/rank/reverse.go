@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"net/netip"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/skylb/skylb/internal/dnsname"
@@ -171,8 +170,7 @@ func (x *Index) candidacies(stored string, records []skydns.Record) []candidacy 
 		}
 		c := candidacy{addr: addr.Unmap(), stored: stored, target: skydns.Queried(stored), ttl: rec.TTL, source: rec.Source}
 		if pub := x.pubs[rec.Source]; pub != nil {
-			c.created, c.namespace = pub.Created, pub.Namespace
-			c.name = rec.Source[strings.LastIndexByte(rec.Source, '/')+1:]
+			c.created, c.namespace, c.name = pub.Created, pub.Key.Namespace, pub.Key.Name
 			c.position = slices.IndexFunc(pub.Names, func(n source.Name) bool { return n.Name == c.target })
 			if c.position >= 0 {
 				c.generated = pub.Names[c.position].Generated

@@ -149,15 +149,14 @@ func (s Scope) GatewayClass(class string) bool {
 // records go.
 func (s Scope) Owns(src string) bool {
 	k, ok := skydns.ParseObjectKey(src)
-	if !ok {
-		// Not an object's: the zones' records are. One that names an
-		// object's kind but not a whole key has no namespace to tell:
-		// it is this skylb's only when no namespace narrows it.
-		kind, _, _ := strings.Cut(src, "/")
-		return !isObjectKind(kind) || s.Kind(kind) && len(s.Namespaces) == 0
-	}
-	if !isObjectKind(k.Kind) {
+	switch {
+	case !isObjectKind(k.Kind):
+		// Not an object's: the zones' records are.
 		return true
+	case !ok:
+		// An object's kind but not a whole key has no namespace to
+		// tell: it is this skylb's only when no namespace narrows it.
+		return s.Kind(k.Kind) && len(s.Namespaces) == 0
 	}
 	return s.Kind(k.Kind) && s.Namespace(k.Namespace)
 }

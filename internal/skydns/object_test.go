@@ -10,9 +10,13 @@ func TestObjectKey(t *testing.T) {
 	if got, ok := ParseObjectKey(k.String()); !ok || got != k {
 		t.Errorf("ParseObjectKey(%q) = %+v, %v", k.String(), got, ok)
 	}
-	for _, bad := range []string{"", "service", "service/default", "service//web", "/default/web", "service/default/", "service/default/web/x", "zone-nameserver/ns1"} {
-		if got, ok := ParseObjectKey(bad); ok {
-			t.Errorf("ParseObjectKey(%q) = %+v, want refused", bad, got)
+	for _, tt := range []struct{ bad, kind string }{
+		{"", ""}, {"service", "service"}, {"service/default", "service"}, {"service//web", "service"},
+		{"/default/web", ""}, {"service/default/", "service"}, {"service/default/web/x", "service"},
+		{"zone-nameserver/ns1", "zone-nameserver"},
+	} {
+		if got, ok := ParseObjectKey(tt.bad); ok || got != (ObjectKey{Kind: tt.kind}) {
+			t.Errorf("ParseObjectKey(%q) = %+v, %v; want refused, kind %q alone", tt.bad, got, ok, tt.kind)
 		}
 	}
 }

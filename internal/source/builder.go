@@ -277,12 +277,13 @@ func (b *Builder) ingressService() *Publication {
 func (b *Builder) IngressService() string { return b.cfg.IngressService }
 
 func (b *Builder) newPublication(kind string, meta *metav1.ObjectMeta) *Publication {
+	key := skydns.ObjectKey{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}
 	p := &Publication{
-		Source:    skydns.ObjectKey{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}.String(),
-		UID:       meta.UID,
-		Namespace: meta.Namespace,
-		Created:   meta.CreationTimestamp.Time,
-		TTL:       b.cfg.TTL,
+		Key:     key,
+		Source:  key.String(),
+		UID:     meta.UID,
+		Created: meta.CreationTimestamp.Time,
+		TTL:     b.cfg.TTL,
 	}
 	spec, errs := health.Parse(meta.Annotations)
 	if spec.Kind != health.None && spec.Kind != "" {
@@ -346,9 +347,9 @@ func (b *Builder) addName(p *Publication, name string, generated bool) {
 		p.problem(ReasonInvalidHostname, "hostname %q is not published: %v", name, err)
 		return
 	}
-	if placed.Apex() && !slices.Contains(b.cfg.ApexNamespaces, p.Namespace) {
+	if placed.Apex() && !slices.Contains(b.cfg.ApexNamespaces, p.Key.Namespace) {
 		p.problem(ReasonApexRefused, "hostname %q is not published: it is the apex of zone %s, which only the namespaces of --apex-namespaces may publish, and %s is not one of them",
-			placed.Name, placed.Zone, p.Namespace)
+			placed.Name, placed.Zone, p.Key.Namespace)
 		return
 	}
 	for i, n := range p.Names {

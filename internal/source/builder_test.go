@@ -16,6 +16,7 @@ import (
 
 	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/dnsname"
+	"github.com/skylb/skylb/internal/skydns"
 )
 
 var (
@@ -124,8 +125,8 @@ func problem(reason, message string) Problem { return Problem{Reason: reason, Me
 
 // svcPub is the publication of a Service with the defaults of newService.
 func svcPub(ns, name string, p Publication) *Publication {
-	p.Source = "service/" + ns + "/" + name
-	p.Namespace = ns
+	p.Key = skydns.ObjectKey{Kind: KindService, Namespace: ns, Name: name}
+	p.Source = p.Key.String()
 	p.Created = testCreated
 	if p.TTL == 0 {
 		p.TTL = testConfig.TTL
@@ -519,13 +520,28 @@ func TestRef(t *testing.T) {
 	b := NewBuilder(testConfig, Listers{})
 	svc := b.Service(newService("shop", "web"))
 	wantSvc := corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: "shop", Name: "web", UID: "uid-shop-web"}
-	if diff := cmp.Diff(&wantSvc, svc.Ref()); diff != "" {
+	if got, ok := svc.Ref(); !ok {
+		t.Error("Service(shop/web).Ref() refused")
+	} else if diff := cmp.Diff(&wantSvc, got); diff != "" {
 		t.Errorf("Service(shop/web).Ref mismatch (-want +got):\n%s", diff)
 	}
 	ing := b.Ingress(newIngress("shop", "front"))
 	wantIng := corev1.ObjectReference{Kind: "Ingress", APIVersion: "networking.k8s.io/v1", Namespace: "shop", Name: "front", UID: "uid-shop-front"}
-	if diff := cmp.Diff(&wantIng, ing.Ref()); diff != "" {
+	if got, ok := ing.Ref(); !ok {
+		t.Error("Ingress(shop/front).Ref() refused")
+	} else if diff := cmp.Diff(&wantIng, got); diff != "" {
 		t.Errorf("Ingress(shop/front).Ref mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestRefOfUnknownKind: a publication of a kind that is not one of Kinds
+// has no reference, rather than one that names another kind.
+func TestRefOfUnknownKind(t *testing.T) {
+	for _, kind := range []string{"", "widget", "Service"} {
+		p := &Publication{Key: skydns.ObjectKey{Kind: kind, Namespace: "shop", Name: "web"}}
+		if ref, ok := p.Ref(); ok || ref != nil {
+			t.Errorf("Ref() of kind %q = %+v, %v; want nil, false", kind, ref, ok)
+		}
 	}
 }
 
@@ -569,8 +585,8 @@ func ingStatus(entries ...networkingv1.IngressLoadBalancerIngress) ingOpt {
 }
 
 func ingPub(ns, name string, p Publication) *Publication {
-	p.Source = "ingress/" + ns + "/" + name
-	p.Namespace = ns
+	p.Key = skydns.ObjectKey{Kind: KindIngress, Namespace: ns, Name: name}
+	p.Source = p.Key.String()
 	p.Created = testCreated
 	if p.TTL == 0 {
 		p.TTL = testConfig.TTL
@@ -714,7 +730,7 @@ func TestPublicationEqual(t *testing.T) {
 			return p
 		}, want: true},
 		{name: "source", change: func(p *Publication) *Publication { p.Source = "ingress/default/web"; return p }},
-		{name: "namespace", change: func(p *Publication) *Publication { p.Namespace = "other"; return p }},
+		{name: "key", change: func(p *Publication) *Publication { p.Key.Namespace = "other"; return p }},
 		{name: "created", change: func(p *Publication) *Publication { p.Created = p.Created.Add(time.Second); return p }},
 		{name: "TTL", change: func(p *Publication) *Publication { p.TTL++; return p }},
 		{name: "UID", change: func(p *Publication) *Publication { p.UID = "other"; return p }},

@@ -14,14 +14,6 @@ import (
 	"github.com/skylb/skylb/internal/health"
 )
 
-// Kinds of the Gateway API objects that publish names.
-const (
-	KindGateway   = "gateway"
-	KindHTTPRoute = "httproute"
-	KindGRPCRoute = "grpcroute"
-	KindTLSRoute  = "tlsroute"
-)
-
 // GatewayGroup is the API group of the Gateway API.
 const GatewayGroup = gatewayv1.GroupName
 
@@ -47,9 +39,6 @@ type Route struct {
 	ParentRefs []gatewayv1.ParentReference
 	Parents    []gatewayv1.RouteParentStatus
 }
-
-// RouteKinds maps the source kinds of routes to their Kubernetes kinds.
-var RouteKinds = map[string]string{KindHTTPRoute: "HTTPRoute", KindGRPCRoute: "GRPCRoute", KindTLSRoute: "TLSRoute"}
 
 // HTTPRoute returns what skylb reads of an HTTPRoute.
 func HTTPRoute(r *gatewayv1.HTTPRoute) Route {
@@ -106,7 +95,7 @@ func listenerNames(gw *gatewayv1.Gateway) []string {
 // of its listeners) are left to it: publishing them again from the route's
 // namespace would only make the two claims conflict.
 func (b *Builder) Route(r Route) *Publication {
-	kind := RouteKinds[r.Kind]
+	kind := Kinds[r.Kind].Kind
 	p := b.newPublication(r.Kind, r.Meta)
 	p.Mode = ModeGateway
 	p.HealthPort = 443

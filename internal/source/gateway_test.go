@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
+
+	"github.com/skylb/skylb/internal/skydns"
 )
 
 func hostnamePtr(s string) *gatewayv1.Hostname {
@@ -102,42 +104,42 @@ func TestRoute(t *testing.T) {
 		{
 			name:  "accepted: the intersection with the listener, the Gateway's addresses",
 			route: route(KindHTTPRoute, "shop", []gatewayv1.Hostname{"store.shop.example.org", "outside.example.org"}, "shop", &yes),
-			want: &Publication{Source: "httproute/shop/r", Namespace: "shop", Created: testCreated, TTL: 300,
+			want: &Publication{Key: skydns.ObjectKey{Kind: "httproute", Namespace: "shop", Name: "r"}, Source: "httproute/shop/r", Created: testCreated, TTL: 300,
 				Names: []Name{host("store.shop.example.org", "example.org")}, Addresses: addrs("192.0.2.50"),
 				Problems: []Problem{problem(ReasonInvalidAddress, `"bad"`)}},
 		},
 		{
 			name:  "not accepted: nothing",
 			route: route(KindHTTPRoute, "shop", []gatewayv1.Hostname{"store.shop.example.org"}, "shop", &no),
-			want:  &Publication{Source: "httproute/shop/r", Namespace: "shop", Created: testCreated, TTL: 300},
+			want:  &Publication{Key: skydns.ObjectKey{Kind: "httproute", Namespace: "shop", Name: "r"}, Source: "httproute/shop/r", Created: testCreated, TTL: 300},
 		},
 		{
 			name:  "no status: nothing",
 			route: route(KindHTTPRoute, "shop", []gatewayv1.Hostname{"store.shop.example.org"}, "shop", nil),
-			want:  &Publication{Source: "httproute/shop/r", Namespace: "shop", Created: testCreated, TTL: 300},
+			want:  &Publication{Key: skydns.ObjectKey{Kind: "httproute", Namespace: "shop", Name: "r"}, Source: "httproute/shop/r", Created: testCreated, TTL: 300},
 		},
 		{
 			name:  "the Gateway's own listener hostname is left to the Gateway",
 			route: route(KindHTTPRoute, "shop", nil, "edge", &yes),
-			want: &Publication{Source: "httproute/shop/r", Namespace: "shop", Created: testCreated, TTL: 300,
+			want: &Publication{Key: skydns.ObjectKey{Kind: "httproute", Namespace: "shop", Name: "r"}, Source: "httproute/shop/r", Created: testCreated, TTL: 300,
 				Addresses: addrs("192.0.2.50"), Problems: []Problem{problem(ReasonInvalidAddress, `"bad"`)}},
 		},
 		{
 			name:  "wildcard result refused",
 			route: route(KindHTTPRoute, "shop", nil, "shop", &yes),
-			want: &Publication{Source: "httproute/shop/r", Namespace: "shop", Created: testCreated, TTL: 300,
+			want: &Publication{Key: skydns.ObjectKey{Kind: "httproute", Namespace: "shop", Name: "r"}, Source: "httproute/shop/r", Created: testCreated, TTL: 300,
 				Addresses: addrs("192.0.2.50"),
 				Problems:  []Problem{problem(ReasonInvalidAddress, `"bad"`), problem(ReasonInvalidHostname, "*.shop.example.org")}},
 		},
 		{
 			name:  "listener of the same namespace only: a route of another is not attached",
 			route: route(KindHTTPRoute, "shop", []gatewayv1.Hostname{"a.example.org"}, "same", &yes),
-			want:  &Publication{Source: "httproute/shop/r", Namespace: "shop", Created: testCreated, TTL: 300},
+			want:  &Publication{Key: skydns.ObjectKey{Kind: "httproute", Namespace: "shop", Name: "r"}, Source: "httproute/shop/r", Created: testCreated, TTL: 300},
 		},
 		{
 			name:  "TLSRoute attaches to the TLS listener only",
 			route: route(KindTLSRoute, "shop", []gatewayv1.Hostname{"db.example.org"}, "", &yes),
-			want: &Publication{Source: "tlsroute/shop/r", Namespace: "shop", Created: testCreated, TTL: 300,
+			want: &Publication{Key: skydns.ObjectKey{Kind: "tlsroute", Namespace: "shop", Name: "r"}, Source: "tlsroute/shop/r", Created: testCreated, TTL: 300,
 				Names: []Name{host("db.example.org", "example.org")}, Addresses: addrs("192.0.2.50"),
 				Problems: []Problem{problem(ReasonInvalidAddress, `"bad"`)}},
 		},
@@ -157,9 +159,11 @@ func TestRoute(t *testing.T) {
 			if got == nil {
 				return
 			}
-			wantRef := &corev1.ObjectReference{Kind: RouteKinds[tt.route.Kind], APIVersion: "gateway.networking.k8s.io/v1",
-				Namespace: tt.route.Meta.Namespace, Name: "r", UID: "uid-r"}
-			if diff := cmp.Diff(wantRef, got.Ref()); diff != "" {
+			wantRef := &corev1.ObjectReference{Kind: map[string]string{KindHTTPRoute: "HTTPRoute", KindTLSRoute: "TLSRoute"}[tt.route.Kind],
+				APIVersion: "gateway.networking.k8s.io/v1", Namespace: tt.route.Meta.Namespace, Name: "r", UID: "uid-r"}
+			if ref, ok := got.Ref(); !ok {
+				t.Error("Route().Ref() refused")
+			} else if diff := cmp.Diff(wantRef, ref); diff != "" {
 				t.Errorf("Route().Ref() mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -170,7 +174,7 @@ func TestGateway(t *testing.T) {
 	b := NewBuilder(testConfig, Listers{})
 	gw := testGateway()
 	gw.Annotations = map[string]string{AnnotationHostname: "www.example.org", AnnotationTTL: "60"}
-	want := &Publication{Source: "gateway/infra/edge", Namespace: "infra", Created: testCreated, TTL: 60,
+	want := &Publication{Key: skydns.ObjectKey{Kind: "gateway", Namespace: "infra", Name: "edge"}, Source: "gateway/infra/edge", Created: testCreated, TTL: 60,
 		Names:     []Name{host("edge.example.org", "example.org"), host("www.example.org", "example.org")},
 		Addresses: addrs("192.0.2.50"), Problems: []Problem{problem(ReasonInvalidAddress, `"bad"`)}}
 	got := b.Gateway(gw)
@@ -179,7 +183,9 @@ func TestGateway(t *testing.T) {
 	}
 	checkProblemMessages(t, want, got)
 	wantRef := &corev1.ObjectReference{Kind: "Gateway", APIVersion: "gateway.networking.k8s.io/v1", Namespace: "infra", Name: "edge", UID: "uid-edge"}
-	if diff := cmp.Diff(wantRef, got.Ref()); diff != "" {
+	if ref, ok := got.Ref(); !ok {
+		t.Error("Gateway().Ref() refused")
+	} else if diff := cmp.Diff(wantRef, ref); diff != "" {
 		t.Errorf("Gateway().Ref() mismatch (-want +got):\n%s", diff)
 	}
 }

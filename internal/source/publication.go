@@ -6,9 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/skylb/skylb/internal/arbitrate"
 	"github.com/skylb/skylb/internal/dnsname"
@@ -16,17 +14,14 @@ import (
 	"github.com/skylb/skylb/internal/skydns"
 )
 
-// Kinds of object that publish names, as they appear in a source string.
-const (
-	KindService = "service"
-	KindIngress = "ingress"
-)
-
 // Publication is what one object asks to publish.
 type Publication struct {
-	Source    string    // "<kind>/<ns>/<name>", kind one of the Kind constants
+	// Key is the object's; Source is its String, the source of the
+	// records, kept beside it for the ranking, which compares and indexes
+	// it many times over.
+	Key       skydns.ObjectKey
+	Source    string
 	UID       types.UID // the object's (see Ref)
-	Namespace string
 	Created   time.Time
 	Names     []Name
 	Addresses []netip.Addr // sorted, unique
@@ -74,23 +69,18 @@ type Publication struct {
 	PortConflict bool
 }
 
-// Ref returns the object, for its Events. It is built when an Event is sent
-// rather than kept in every publication: 112 bytes of strings that its
-// Source, Namespace and UID already hold.
-func (p *Publication) Ref() *corev1.ObjectReference {
-	k, _ := skydns.ParseObjectKey(p.Source)
-	ref := &corev1.ObjectReference{Namespace: p.Namespace, Name: k.Name, UID: p.UID}
-	switch k.Kind {
-	case KindService:
-		ref.Kind, ref.APIVersion = "Service", "v1"
-	case KindIngress:
-		ref.Kind, ref.APIVersion = "Ingress", networkingv1.SchemeGroupVersion.String()
-	case KindGateway:
-		ref.Kind, ref.APIVersion = "Gateway", gatewayv1.GroupVersion.String()
-	default:
-		ref.Kind, ref.APIVersion = RouteKinds[k.Kind], gatewayv1.GroupVersion.String()
+// Ref returns the object, for its Events; ok is false for a kind that is
+// not one of Kinds. It is built when an Event is sent rather than kept in
+// every publication: 112 bytes of strings that its Key and UID already hold.
+func (p *Publication) Ref() (ref *corev1.ObjectReference, ok bool) {
+	gvk, ok := Kinds[p.Key.Kind]
+	if !ok {
+		return nil, false
 	}
-	return ref
+	return &corev1.ObjectReference{
+		Kind: gvk.Kind, APIVersion: gvk.GroupVersion().String(),
+		Namespace: p.Key.Namespace, Name: p.Key.Name, UID: p.UID,
+	}, true
 }
 
 // Name is one host name claimed by an object.
@@ -139,7 +129,7 @@ func (p *Publication) Equal(q *Publication) bool {
 	if p == nil || q == nil {
 		return p == q
 	}
-	return p.Source == q.Source && p.Namespace == q.Namespace && p.Created.Equal(q.Created) &&
+	return p.Key == q.Key && p.Source == q.Source && p.Created.Equal(q.Created) &&
 		p.TTL == q.TTL && p.UID == q.UID &&
 		slices.Equal(p.Names, q.Names) && slices.Equal(p.Addresses, q.Addresses) &&
 		slices.Equal(p.Targets, q.Targets) && slices.Equal(p.Problems, q.Problems) &&
