@@ -38,25 +38,19 @@ func (c *Controller) runVerdicts(ctx context.Context) {
 		case <-vs.Ready():
 		}
 		told := vs.Take()
-		for _, v := range told {
-			if v.Share != nil {
-				c.clusterShare(v.Stored, *v.Share, v.Was)
-			} else {
-				c.clusterClaim(v.Stored, *v.Claim)
-			}
+		// An Event's words come from the verdict, so they are decided
+		// from it rather than from a key.
+		if out, err := c.decide(inputs{verdicts: told}, nil); err == nil {
+			c.apply(out)
 		}
 		vs.Done(len(told))
 	}
 }
 
-// clusterClaim tells the objects publishing a stored name that another
+// clusterClaimLocked tells the objects publishing a stored name that another
 // cluster sharing the etcd holds it or a name nested with it, or that it is
-// theirs again: the publisher's decision on the name's claim changed.
-func (c *Controller) clusterClaim(stored string, d arbitrate.Decision) {
-	c.decideLocked(func(out *outcome) { c.clusterClaimLocked(out, stored, d) })
-}
-
-// clusterClaimLocked is ClusterClaim's decision, under mu.
+// theirs again: the publisher's decision on the name's claim changed. It
+// is called by decide, under mu.
 func (c *Controller) clusterClaimLocked(out *outcome, stored string, d arbitrate.Decision) {
 	log := c.cfg.Log.WithField("name", stored)
 	if d.Granted {
@@ -91,15 +85,11 @@ func (c *Controller) clusterClaimLocked(out *outcome, stored string, d arbitrate
 	})
 }
 
-// clusterShare tells the objects publishing a stored name shared with other
-// clusters that this cluster starts or stops answering it, waits for its
-// failback hold-down, or disagrees with the others on the policy: the
-// publisher's decision on the name changed from was (nil for the first).
-func (c *Controller) clusterShare(stored string, s arbitrate.Sharing, was *arbitrate.Sharing) {
-	c.decideLocked(func(out *outcome) { c.clusterShareLocked(out, stored, s, was) })
-}
-
-// clusterShareLocked is ClusterShare's decision, under mu.
+// clusterShareLocked tells the objects publishing a stored name shared with
+// other clusters that this cluster starts or stops answering it, waits for
+// its failback hold-down, or disagrees with the others on the policy: the
+// publisher's decision on the name changed from was (nil for the first). It
+// is called by decide, under mu.
 func (c *Controller) clusterShareLocked(out *outcome, stored string, s arbitrate.Sharing, was *arbitrate.Sharing) {
 	events := shareEvents(s, was)
 	if len(events) == 0 {

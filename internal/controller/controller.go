@@ -334,7 +334,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.syncZones(ctx)
 	c.pub.Complete()
 	c.cfg.Log.WithFields(logrus.Fields{"objects": n, "took": time.Since(start).Round(time.Millisecond)}).
 		Info("caches synced; desired records computed")
@@ -356,13 +355,6 @@ func (c *Controller) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			wait.UntilWithContext(ctx, c.runStatusWorker, time.Second)
-		}()
-	}
-	if c.zone != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.runZones(ctx)
 		}()
 	}
 	if c.cfg.Verdicts != nil {
@@ -399,10 +391,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	return nil
 }
 
-// syncAll computes the publication of every object in the caches and forgets
-// objects that are gone. It stores every publication first and then resolves
-// each group once: resolving a group after each of its objects, as a change
-// does, would cost the square of a group's size.
+// syncAll computes the publication of every object in the caches, with the
+// zones' records, and forgets objects that are gone. It stores every
+// publication first and then resolves each group once: resolving a group
+// after each of its objects, as a change does, would cost the square of a
+// group's size.
 func (c *Controller) syncAll(ctx context.Context) (int, error) {
 	// An event from now on may come after the pass has read its object: it is
 	// queued. An event handled before has its object in the caches already.
@@ -416,7 +409,11 @@ func (c *Controller) syncAll(ctx context.Context) (int, error) {
 		loaded = c.pub.Loaded(lctx)
 		cancel()
 	}
-	out, err := c.decide(keys, loaded)
+	in := inputs{keys: keys}
+	if c.zone != nil {
+		in.keys = append(slices.Clip(keys), zoneKey)
+	}
+	out, err := c.decide(in, loaded)
 	if err != nil {
 		return 0, err
 	}

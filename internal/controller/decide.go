@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/skylb/skylb/internal/health"
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
@@ -22,21 +23,35 @@ import (
 // much, and its Events are then all sent.
 const loadedWait = 2 * time.Second
 
-// decide is the decision pipeline of every change of objects, one object
-// from the work queue or every object in a full pass: for each object, its
-// publication (from the caches), its health targets, its place in the index
-// and its Service status; then, under mu, once for all of them, the records of
-// the groups of names they touch, the PTR records, and the Events of the
-// objects whose problems or names changed. It reads the listers and updates
-// the controller's bookkeeping; the caller applies the outcome. loaded are the
-// digests of the records etcd held at start, by object, in the first pass (see
-// Publisher.Loaded), nil in the others.
-func (c *Controller) decide(keys []skydns.ObjectKey, loaded map[string]uint64) (outcome, error) {
+// inputs are what a decision is made on: the keys of the objects, read fresh
+// from the caches, and of the zones (zoneKey), whose nameservers are computed
+// again; and the changes told by the prober and the publisher, whose Events
+// say what changed.
+type inputs struct {
+	keys     []skydns.ObjectKey
+	health   []health.Change
+	verdicts []publish.Verdict
+}
+
+// decide is the one decision pipeline, of every change: one key from the work
+// queue, every object in a full pass, a health change or the publisher's
+// verdicts. For each object, its publication (from the caches), its health
+// targets, its place in the index and its Service status; then, under mu,
+// once for all of them, the records of the groups of names they touch, the
+// PTR records, the zones' records, and the Events of the objects whose
+// problems, names, health or claims changed. It reads the listers and updates
+// the controller's bookkeeping; the caller applies the outcome, without mu.
+// loaded are the digests of the records etcd held at start, by object, in the
+// first pass (see Publisher.Loaded), nil in the others. Lock order
+// everywhere: mu, then order.mu (see order), then the publisher's.
+func (c *Controller) decide(in inputs, loaded map[string]uint64) (outcome, error) {
+	keys := in.keys
 	// About one probe and one Event for each object.
 	out := outcome{
 		events: make([]event, 0, len(keys)),
 		probes: make([]probe, 0, len(keys)),
 	}
+	var zones *zoneInputs
 	groups := make(map[string]time.Time) // group -> the earliest change observed in it
 	// The stored names the objects publish, in each view, and the reverse
 	// names of their addresses: one record of what is wanted each (a name's
@@ -44,6 +59,10 @@ func (c *Controller) decide(keys []skydns.ObjectKey, loaded map[string]uint64) (
 	names := 0
 	touched := make(map[string]bool, len(keys)) // by source
 	for _, key := range keys {
+		if key == zoneKey {
+			zones = c.zoneInputs()
+			continue
+		}
 		start := time.Now()
 		src := key.String()
 		touched[src] = true
@@ -77,9 +96,23 @@ func (c *Controller) decide(keys []skydns.ObjectKey, loaded map[string]uint64) (
 	// 12,000 objects, 2.7 MB of 136-byte records left empty until the pass
 	// was handed over.
 	out.records = slices.Grow(out.records, names)
+	if zones != nil {
+		// Logged once mu is released.
+		defer c.logZones(zones)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out.seq = c.order.begin()
+	for _, ch := range in.health {
+		c.healthLocked(&out, ch)
+	}
+	for _, v := range in.verdicts {
+		if v.Share != nil {
+			c.clusterShareLocked(&out, v.Stored, *v.Share, v.Was)
+		} else {
+			c.clusterClaimLocked(&out, v.Stored, *v.Claim)
+		}
+	}
 	order := make([]string, 0, len(groups))
 	for g := range groups {
 		order = append(order, g)
@@ -93,6 +126,9 @@ func (c *Controller) decide(keys []skydns.ObjectKey, loaded map[string]uint64) (
 		}
 	}
 	c.reverseLocked(&out, earliest)
+	if zones != nil {
+		c.zonesLocked(&out, zones)
+	}
 	if loaded != nil {
 		out.unchanged = unchanged(loaded, out.records)
 	}
@@ -131,7 +167,7 @@ func unchanged(loaded map[string]uint64, records []wanted) map[string]bool {
 
 // sync decides what the current state of one object means (see decide).
 func (c *Controller) sync(_ context.Context, key skydns.ObjectKey) (outcome, error) {
-	return c.decide([]skydns.ObjectKey{key}, nil)
+	return c.decide(inputs{keys: []skydns.ObjectKey{key}}, nil)
 }
 
 // publication reads an object from the caches and computes what it publishes;

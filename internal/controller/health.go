@@ -102,22 +102,28 @@ func (h *healthChoices) failingOpen() int {
 }
 
 // healthChanged is told by the prober that a target changed state: the objects
-// that want it are synced again and told.
+// that want it are synced again and told (see healthLocked).
 func (c *Controller) healthChanged(ch health.Change) {
+	if out, err := c.decide(inputs{health: []health.Change{ch}}, nil); err == nil {
+		c.apply(out)
+	}
+}
+
+// healthLocked adds to out the Events of a target's change of state on the
+// objects that want it, and syncs them again: their records follow from
+// their sync. It is called by decide, under mu.
+func (c *Controller) healthLocked(out *outcome, ch health.Change) {
 	kind, reason, verb := corev1.EventTypeNormal, "AddressHealthy", "passes its health check again"
 	if !ch.Healthy {
 		kind, reason, verb = corev1.EventTypeWarning, "AddressUnhealthy", "failed its health check ("+ch.Reason+")"
 	}
-	// The objects' records follow from their sync, requeued here.
-	c.decideLocked(func(out *outcome) {
-		for _, src := range ch.Sources {
-			c.cfg.Log.WithFields(logrus.Fields{"object": src, "address": ch.Target.String(), "healthy": ch.Healthy}).Info("health changed")
-			// An object that publishes nothing has no address to
-			// check: it is gone, or changed, and synced for it.
-			if pub := c.book.index.Publication(src); pub != nil {
-				out.event(pub, kind, reason, "address "+ch.Target.String()+" "+verb)
-				out.requeue = append(out.requeue, requeue{key: pub.Key})
-			}
+	for _, src := range ch.Sources {
+		c.cfg.Log.WithFields(logrus.Fields{"object": src, "address": ch.Target.String(), "healthy": ch.Healthy}).Info("health changed")
+		// An object that publishes nothing has no address to check: it
+		// is gone, or changed, and synced for it.
+		if pub := c.book.index.Publication(src); pub != nil {
+			out.event(pub, kind, reason, "address "+ch.Target.String()+" "+verb)
+			out.requeue = append(out.requeue, requeue{key: pub.Key})
 		}
-	})
+	}
 }

@@ -73,23 +73,6 @@ func (o *outcome) event(pub *source.Publication, kind, reason, message string) {
 	o.events = append(o.events, event{pub: pub, kind: kind, reason: reason, message: message})
 }
 
-// decideLocked runs the decision f under mu and applies what it decided
-// once mu is released: the way into the pipeline of what is not an object
-// (a zone's nameservers, a health verdict, another cluster's claim or
-// share). Objects go
-// through decide, which takes mu itself. Lock order everywhere: mu, then
-// order.mu (see order), then the publisher's. apply runs without mu; the
-// publisher's decisions on claims come through Config.Verdicts, read by a
-// goroutine of the controller's, so the publisher never calls the
-// controller.
-func (c *Controller) decideLocked(f func(out *outcome)) {
-	var out outcome
-	c.mu.Lock()
-	f(&out)
-	c.mu.Unlock()
-	c.apply(out)
-}
-
 // apply carries out an outcome: records to the publisher, in the order they
 // were decided, Events to the recorder unless another replica leads or this
 // is a dry run, targets to the prober, status to the status queue while

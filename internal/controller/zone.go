@@ -1,11 +1,11 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
@@ -33,8 +33,8 @@ type ZoneConfig struct {
 // remembered as observed; it is no object's, having no namespace.
 var zoneKey = skydns.ObjectKey{Kind: "zone", Name: "nameservers"}
 
-// zoneState is what the controller keeps for the zone records. Everything but
-// wake is guarded by Controller.mu.
+// zoneState is what the controller keeps for the zone records, guarded by
+// Controller.mu.
 type zoneState struct {
 	cfg      ZoneConfig
 	zones    []string
@@ -43,7 +43,6 @@ type zoneState struct {
 	ns       []zone.Nameserver                     // nameservers published
 	refused  []netip.Addr                          // addresses found but refused by the filter
 	synced   bool                                  // the nameservers were computed once
-	wake     chan struct{}
 }
 
 func newZoneState(cfg *ZoneConfig, zones []string) *zoneState {
@@ -55,7 +54,6 @@ func newZoneState(cfg *ZoneConfig, zones []string) *zoneState {
 		zones:    zones,
 		apexZone: make(map[string]string, len(zones)),
 		granted:  make(map[string]map[string][]skydns.Record),
-		wake:     make(chan struct{}, 1),
 	}
 	for _, zn := range zones {
 		z.apexZone[skydns.ApexName(zn)] = zn
@@ -100,14 +98,8 @@ func (c *Controller) Nameservers() map[string]int {
 	return out
 }
 
-// wakeZones asks for the nameservers to be computed again.
-func (c *Controller) wakeZones() {
-	c.observed.see(zoneKey)
-	select {
-	case c.zone.wake <- struct{}{}:
-	default:
-	}
-}
+// wakeZones queues the zones, whose nameservers are computed again.
+func (c *Controller) wakeZones() { c.enqueue(zoneKey) }
 
 // handleNameservers wakes the nameserver computation when a Service the
 // selector selects, one of its EndpointSlices or a Node changes.
@@ -174,71 +166,72 @@ func (c *Controller) wakeIf(b bool) {
 	}
 }
 
-// runZones computes the nameservers again whenever their sources change, until
-// ctx ends.
-func (c *Controller) runZones(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.zone.wake:
-			c.syncZones(ctx)
+// zoneInputs is what the zones' records are decided from: the nameservers,
+// and the addresses refused by the filter.
+type zoneInputs struct {
+	observed time.Time
+	ns       []zone.Nameserver
+	refused  []netip.Addr
+	// changed and refusedChanged say, once decided, what to log.
+	changed, refusedChanged bool
+}
+
+// zoneInputs computes the nameservers from the caches, for decide.
+func (c *Controller) zoneInputs() *zoneInputs {
+	z := c.zone
+	if z == nil {
+		return nil
+	}
+	in := &zoneInputs{observed: c.observed.take(zoneKey)}
+	var found []netip.Addr
+	if z.cfg.NameserverSelector != nil {
+		found, in.refused = c.caches.builder.NameserverAddresses(z.cfg.NameserverSelector)
+	}
+	in.ns = zone.Assign(z.cfg.Nameservers, found)
+	return in
+}
+
+// zonesLocked adds to out the records of every zone, its nameservers and its
+// apex, in every view. It is called by decide, under mu.
+func (c *Controller) zonesLocked(out *outcome, in *zoneInputs) {
+	z := c.zone
+	in.changed = !z.synced || !slices.Equal(in.ns, z.ns)
+	in.refusedChanged = !slices.Equal(in.refused, z.refused)
+	z.ns, z.refused, z.synced = in.ns, in.refused, true
+	// The zones' records are the same in every view but for what the
+	// view's objects publish at the apex.
+	for _, view := range append([]string{""}, viewNames(c.cfg.Source.Views)...) {
+		granted := z.granted[view]
+		for stored, records := range zone.Records(z.zones, in.ns, c.cfg.Source.TTL, granted) {
+			_, apex := z.apexZone[stored]
+			out.records = append(out.records, wanted{view: view, stored: stored, want: publish.Want{
+				Records: records, Unclaimed: apex && len(granted[stored]) == 0, Observed: in.observed,
+			}})
 		}
 	}
 }
 
-// syncZones computes the nameservers and hands the records of every zone (its
-// nameservers and its apex) to the publisher. It logs when the nameservers
-// change, with a warning for a zone with fewer than two.
-func (c *Controller) syncZones(ctx context.Context) {
-	z := c.zone
-	if z == nil {
-		return
-	}
-	observed := c.observed.take(zoneKey)
-	var found, refused []netip.Addr
-	if z.cfg.NameserverSelector != nil {
-		found, refused = c.caches.builder.NameserverAddresses(z.cfg.NameserverSelector)
-	}
-	ns := zone.Assign(z.cfg.Nameservers, found)
-
-	var changed, refusedChanged bool
-	c.decideLocked(func(out *outcome) {
-		out.seq = c.order.begin()
-		changed = !z.synced || !slices.Equal(ns, z.ns)
-		refusedChanged = !slices.Equal(refused, z.refused)
-		z.ns, z.refused, z.synced = ns, refused, true
-		// The zones' records are the same in every view but for what
-		// the view's objects publish at the apex.
-		for _, view := range append([]string{""}, viewNames(c.cfg.Source.Views)...) {
-			granted := z.granted[view]
-			for stored, records := range zone.Records(z.zones, ns, c.cfg.Source.TTL, granted) {
-				_, apex := z.apexZone[stored]
-				out.records = append(out.records, wanted{view: view, stored: stored, want: publish.Want{
-					Records: records, Unclaimed: apex && len(granted[stored]) == 0, Observed: observed,
-				}})
-			}
-		}
-	})
-
-	if refusedChanged && len(refused) > 0 {
+// logZones logs what a decision of the zones changed: the nameservers, with
+// a warning for a zone with fewer than two, and the addresses refused.
+func (c *Controller) logZones(in *zoneInputs) {
+	if in.refusedChanged && len(in.refused) > 0 {
 		var s []string
-		for _, a := range refused {
+		for _, a := range in.refused {
 			s = append(s, a.String())
 		}
 		c.cfg.Log.WithField("addresses", strings.Join(s, ",")).
 			Warn("nameserver addresses found by --nameserver-selector are not published: they are denied by --denied-cidrs or not in --allowed-cidrs")
 	}
-	if !changed {
+	if !in.changed {
 		return
 	}
 	var list []string
-	for _, n := range ns {
+	for _, n := range in.ns {
 		list = append(list, n.Label+"="+n.Addr.String())
 	}
-	c.cfg.Log.WithFields(logrus.Fields{"zones": z.zones, "nameservers": list}).Info("nameservers of the zones")
-	for _, zn := range z.zones {
-		if msg := zone.Warning(zn, ns); msg != "" {
+	c.cfg.Log.WithFields(logrus.Fields{"zones": c.zone.zones, "nameservers": list}).Info("nameservers of the zones")
+	for _, zn := range c.zone.zones {
+		if msg := zone.Warning(zn, in.ns); msg != "" {
 			c.cfg.Log.WithField("zone", zn).Warn(msg)
 		}
 	}
