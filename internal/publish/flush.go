@@ -266,7 +266,7 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 	in := planInput{
 		stored: stored, prefix: p.cfg.Prefix, owner: p.cfg.Owner,
 		records: n.records, actual: n.actual, claimed: len(n.claims) > 0,
-		held: p.heldLocked(stored), lease: p.lease.ids[n.shard], maxOps: p.txnOps(),
+		held: p.heldLocked(stored), lease: p.lease.id(n.shard), maxOps: p.txnOps(),
 	}
 	if outside := heldOutside(n); outside != nil {
 		// The records outside keep the name, and its claim, as they are.

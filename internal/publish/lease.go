@@ -4,18 +4,53 @@ import (
 	"context"
 	"hash/fnv"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// leaseState is the leases a Publisher writes the records with.
-type leaseState struct {
+// leases are the leases a Publisher writes the records with, by shard. They
+// are a part of their own, outside the Publisher's lock: each shard's loop
+// (leaseLoop) sets its lease, and the Publisher reads them as it decides.
+type leases struct {
 	// ids are the leases the keys are written with, by shard: 0 without
 	// RecordExpiry, and while a shard holds none.
-	ids  [leaseShards]int64
+	ids  [leaseShards]atomic.Int64
 	wake [leaseShards]chan struct{} // wakes a shard's lease loop
+}
+
+func newLeases() *leases {
+	l := &leases{}
+	for i := range l.wake {
+		l.wake[i] = make(chan struct{}, 1)
+	}
+	return l
+}
+
+// id returns the lease of a shard; 0 while it holds none.
+func (l *leases) id(shard uint8) int64 { return l.ids[shard].Load() }
+
+// missing reports whether a shard holds no lease.
+func (l *leases) missing() bool {
+	for i := range l.ids {
+		if l.ids[i].Load() == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// wakeAll wakes every shard's loop: the view was loaded, or the Publisher
+// became active.
+func (l *leases) wakeAll() {
+	for _, wake := range l.wake {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // With Config.RecordExpiry, the Publisher's claims are attached to an etcd
@@ -71,15 +106,7 @@ func (p *Publisher) leaseSeconds() int64 {
 // awaitingLeaseLocked reports whether writes must wait for a lease: until
 // every shard holds one.
 func (p *Publisher) awaitingLeaseLocked() bool {
-	if p.cfg.RecordExpiry == 0 || p.cfg.DryRun {
-		return false
-	}
-	for _, id := range p.lease.ids {
-		if id == 0 {
-			return true
-		}
-	}
-	return false
+	return p.cfg.RecordExpiry != 0 && !p.cfg.DryRun && p.lease.missing()
 }
 
 // leaseLoop obtains the lease of a shard once the view is loaded, keeps it
@@ -104,8 +131,8 @@ func (p *Publisher) leaseLoop(ctx context.Context, shard int) {
 			continue
 		}
 		bo.reset()
+		p.lease.ids[shard].Store(id)
 		p.mu.Lock()
-		p.lease.ids[shard] = id
 		p.markShardLocked(shard)
 		p.mu.Unlock()
 
@@ -115,11 +142,7 @@ func (p *Publisher) leaseLoop(ctx context.Context, shard int) {
 		}
 		p.count.leasesLost.Add(1)
 		p.cfg.Log.WithFields(logrus.Fields{"lease": hexID(id), "shard": shard}).Error("a lease of the records expired; writing its records again with a new one")
-		p.mu.Lock()
-		if p.lease.ids[shard] == id {
-			p.lease.ids[shard] = 0
-		}
-		p.mu.Unlock()
+		p.lease.ids[shard].CompareAndSwap(id, 0)
 	}
 }
 
@@ -202,17 +225,6 @@ func (p *Publisher) commonLeaseLocked(shard int) int64 {
 		}
 	}
 	return best
-}
-
-// wakeLeaseLocked wakes the lease loops after the view was loaded or the
-// Publisher became active.
-func (p *Publisher) wakeLeaseLocked() {
-	for _, wake := range p.lease.wake {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
 }
 
 // hexID formats a lease id as etcdctl does.

@@ -38,12 +38,14 @@ type Publisher struct {
 	mu       sync.Mutex
 	view     table        // the names: the records wanted and the keys etcd holds (view.go)
 	work     work         // the names to write and the flush that writes them
-	lease    leaseState   // the leases the claims (and unclaimed records) are written with (lease.go)
 	clusters clusterState // the claims of the clusters sharing the etcd (claims.go, share.go)
 	follow   following    // names stored at their name and what they follow (atname.go)
 
-	// sweeper holds, under its own lock, the names whose records another
-	// cluster's expired claim left behind (sweep.go).
+	// lease holds the leases the claims (and unclaimed records) are written
+	// with (lease.go), each read and set atomically; sweeper, under its own
+	// lock, the names whose records another cluster's expired claim left
+	// behind (sweep.go).
+	lease   *leases
 	sweeper *sweeper
 
 	// answers, for the default view's Publisher of a Group with views, is
@@ -95,15 +97,13 @@ func newPublisher(client *clientv3.Client, cfg Config, views bool) *Publisher {
 			sharings: make(map[string]arbitrate.Sharing), holds: make(map[string]hold),
 		},
 		follow:  following{follows: make(map[string]string), followers: make(map[string]nameSet), occupied: make(map[string]bool)},
+		lease:   newLeases(),
 		sweeper: newSweeper(),
 	}
 	if cfg.ClaimPrefix != "" {
 		p.clusters.claimDir = trimSlash(cfg.ClaimPrefix) + "/"
 	}
 	p.clusters.claimValues = ownClaimValues(cfg.Owner)
-	for i := range p.lease.wake {
-		p.lease.wake[i] = make(chan struct{}, 1)
-	}
 	p.maxOps.Store(int64(cfg.MaxTxnOps))
 	p.work.idle = sync.NewCond(&p.mu)
 	if views {
@@ -203,7 +203,7 @@ func (p *Publisher) SetActive(active bool) {
 	defer p.mu.Unlock()
 	p.work.active = active
 	if active {
-		p.wakeLeaseLocked()
+		p.lease.wakeAll()
 		p.markAllLocked()
 		return
 	}

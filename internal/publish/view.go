@@ -131,7 +131,7 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 		close(p.view.firstLoad)
 	}
 	p.view.loaded = true
-	p.wakeLeaseLocked()
+	p.lease.wakeAll()
 	p.count.relists.Add(1)
 	p.markAllLocked()
 	return rev, nil
