@@ -7,6 +7,11 @@ package publish
 // clusters' policy (failover), since a view's Publisher has no claims of its
 // own. The default view's Publisher notes the names other clusters claim
 // its answer on may have changed on, which its Group hands to the views.
+//
+// Lock order: a view's Publisher asks the Gate while it decides, holding its
+// own lock, and Answers takes the default view's; the default view's
+// Publisher never takes a view's lock (the Group hands the names over with
+// neither held).
 
 // Gate says whether this cluster answers a stored name in the default view.
 type Gate interface {

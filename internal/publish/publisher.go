@@ -34,7 +34,8 @@ type Publisher struct {
 	dir    string // prefix with a trailing slash
 
 	// mu guards the parts below but the counters. Each part is declared
-	// beside the code that keeps it.
+	// beside the code that keeps it. A view's mu is taken before the
+	// default view's, never after (see gate.go).
 	mu       sync.Mutex
 	view     table        // the names: the records wanted and the keys etcd holds (view.go)
 	work     work         // the names to write and the flush that writes them
