@@ -105,7 +105,13 @@ func mark(t *testing.T) string {
 // markPath returns the path of the records of the mark name in tree
 // ("/skydns/" or a view's), with a trailing slash.
 func markPath(tree, name string) string {
-	return tree + strings.TrimPrefix(stack.StoredPath(name+".settle."+st.Zone), "/skydns/") + "/"
+	return treePath(tree, name+".settle."+st.Zone)
+}
+
+// treePath returns the path of the records of a DNS name in tree, with a
+// trailing slash.
+func treePath(tree, name string) string {
+	return tree + strings.TrimPrefix(stack.StoredPath(name), "/skydns/") + "/"
 }
 
 // write is a key written or deleted in etcd, at a revision.
