@@ -69,7 +69,7 @@ func TestFaults(t *testing.T) {
 	fault(t, "5. kube-apiserver down for 60 s",
 		"nothing in etcd changes while it is down; changes made after it returns land within 5 s", apiServerDown)
 	fault(t, "6. kill -9 of skylb while it writes 2,000 records",
-		"the restarted skylb converges with no orphan of deleted Services", skylbKill)
+		"killed mid-write: some names written, each whole; the restarted skylb writes the rest, with no orphan of deleted Services", skylbKill)
 	fault(t, "7. etcd out of space (NOSPACE alarm)",
 		"skylb keeps running, backs off, logs it and sets skylb_etcd_no_space; no name half-written; recovers after the alarm is disarmed", noSpace)
 	fault(t, "8. client certificate rotated by a Secret-style symlink swap",
@@ -660,6 +660,13 @@ func diffRevisions(a, b []*mvccpb.KeyValue) []string {
 
 // skylbKill: skylb killed -9 in the middle of writing 2,000 records; while it
 // is dead some of the Services it was publishing go away.
+//
+// The skylb killed writes in transactions of at most 40 operations
+// (--etcd-max-txn-ops, which --max-addresses-per-name=20 permits that low):
+// each name, its 20 address records, its SRV record and its claim, makes a
+// transaction of its own, 100 of them, 4 at once. Stopped at the first record
+// seen, it has written some names and not others, each whole: etcd commits a
+// name's keys in one transaction.
 func skylbKill(t *faultT) {
 	ctx := context.Background()
 	c := rootClient(t)
@@ -673,38 +680,50 @@ func skylbKill(t *faultT) {
 	}); err != nil {
 		t.Fatalf("%v", err)
 	}
+	bulkPath := stack.StoredPath(ns+"."+zone) + "/bulk-"
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wch := c.Watch(wctx, stack.StoredPath(ns+"."+zone)+"/bulk-", clientv3.WithPrefix())
-	if _, err := st.StartSkylb(ctx, skylbArgs...); err != nil {
+	wch := c.Watch(wctx, bulkPath, clientv3.WithPrefix())
+	// skylb is stopped (SIGSTOP) at the first record, and then killed: it
+	// does nothing in between, and the stop does not wait for StartSkylb,
+	// which returns a quarter of a second after the start.
+	stopped := make(chan error, 1)
+	go func() {
+		select {
+		case <-wch:
+			stopped <- st.Proc("skylb").Pause()
+		case <-wctx.Done():
+			stopped <- wctx.Err()
+		case <-time.After(60 * time.Second):
+			stopped <- errors.New("skylb wrote no bulk record within 60 s")
+		}
+	}()
+	if _, err := st.StartSkylb(ctx, append(slices.Clone(skylbArgs), "--etcd-max-txn-ops=40", fmt.Sprintf("--max-addresses-per-name=%d", perService))...); err != nil {
 		t.Fatalf("%v", err)
 	}
-	select {
-	case <-wch:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("skylb wrote no bulk record within 60 s")
+	if err := <-stopped; err != nil {
+		t.Fatalf("%v", err)
 	}
 	if err := st.Proc("skylb").Kill(); err != nil {
 		t.Fatalf("%v", err)
 	}
 	cancel()
-	resp, err := c.Get(ctx, stack.StoredPath(ns+"."+zone)+"/bulk-", clientv3.WithPrefix())
+	written, err := bulkAddresses(ctx, c, bulkPath)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	// The prefix holds the Services' SRV records too: count the addresses.
-	written := 0
-	for _, kv := range resp.Kvs {
-		var rec struct{ Host string }
-		if json.Unmarshal(kv.Value, &rec) == nil {
-			if _, err := netip.ParseAddr(rec.Host); err == nil {
-				written++
-			}
+	total, whole := 0, 0
+	for name, n := range written {
+		total += n
+		if n == perService {
+			whole++
+		} else {
+			t.Errorf("%s half-written at the kill: %d of %d address records", name, n, perService)
 		}
 	}
-	t.Notef("killed with %d of %d address records written", written, bulk*perService)
-	if written >= bulk*perService {
-		t.Notef("all were written before the kill landed: the kill did not interrupt the writes")
+	t.Notef("killed with %d of %d address records written (%d whole names of %d)", total, bulk*perService, whole, bulk)
+	if total == 0 || total >= bulk*perService {
+		t.Errorf("the kill landed with %d of %d address records written, want some and not all: it did not interrupt the writes", total, bulk*perService)
 	}
 	var gone []string
 	for i := 0; i < 5; i++ {
@@ -724,6 +743,40 @@ func skylbKill(t *faultT) {
 	}
 	skylbPID = restarted.PID()
 	settle(ctx, t, end, gone)
+	written, err = bulkAddresses(ctx, c, bulkPath)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	total = 0
+	for _, n := range written {
+		total += n
+	}
+	left := (bulk - len(gone)) * perService
+	t.Notef("after the restart %d of the %d address records of the %d Services left", total, left, bulk-len(gone))
+	if total != left || len(written) != bulk-len(gone) {
+		t.Errorf("after the restart %d address records in %d names, want %d in %d", total, len(written), left, bulk-len(gone))
+	}
+}
+
+// bulkAddresses returns the number of address records of each name beneath
+// prefix, its SRV records left out.
+func bulkAddresses(ctx context.Context, c *clientv3.Client, prefix string) (map[string]int, error) {
+	resp, err := c.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, kv := range resp.Kvs {
+		var rec struct{ Host string }
+		if json.Unmarshal(kv.Value, &rec) != nil {
+			continue
+		}
+		if _, err := netip.ParseAddr(rec.Host); err == nil {
+			key := string(kv.Key)
+			out[key[:strings.LastIndexByte(key, '/')]]++
+		}
+	}
+	return out, nil
 }
 
 // noSpace: etcd out of space. The database is defragmented and then filled
