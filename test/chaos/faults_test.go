@@ -71,7 +71,7 @@ func TestFaults(t *testing.T) {
 	fault(t, "6. kill -9 of skylb while it writes 2,000 records",
 		"killed mid-write: some names written, each whole; the restarted skylb writes the rest, with no orphan of deleted Services", skylbKill)
 	fault(t, "7. etcd out of space (NOSPACE alarm)",
-		"skylb keeps running, backs off, logs it and sets skylb_etcd_no_space; no name half-written; recovers after the alarm is disarmed", noSpace)
+		"skylb keeps running, backs off (over 10 s, at least 3 refused transactions and at most 3 a second), logs it and sets skylb_etcd_no_space; no name half-written; recovers after the alarm is disarmed", noSpace)
 	fault(t, "8. client certificate rotated by a Secret-style symlink swap",
 		"new connections use the new pair (a different etcd user) without a restart", certRotation)
 	fault(t, fmt.Sprintf("9. every etcd member hung (SIGSTOP) for %s", seconds(hungFor())),
@@ -809,7 +809,7 @@ func noSpace(t *faultT) {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	errs0, _ := stack.Metric(ctx, st.Proc("skylb").HTTPAddr(), "skylb_etcd_no_space_errors_total")
+	errs0 := noSpaceErrors(ctx, t)
 	logOffset := logSize("skylb")
 	var changed []string
 	for i := 0; i < 3; i++ {
@@ -824,18 +824,30 @@ func noSpace(t *faultT) {
 	}
 	var noSpaceAt time.Duration
 	for {
-		if v, err := stack.Metric(ctx, st.Proc("skylb").HTTPAddr(), "skylb_etcd_no_space"); err == nil && v == 1 {
+		v, err := stack.Metric(ctx, st.Proc("skylb").HTTPAddr(), "skylb_etcd_no_space")
+		if err == nil && v == 1 {
 			noSpaceAt = time.Since(full)
 			break
 		}
 		if time.Since(full) > 20*time.Second {
-			t.Fatalf("skylb_etcd_no_space is not 1 after %s of NOSPACE", seconds(time.Since(full)))
+			t.Fatalf("skylb_etcd_no_space is %v (%v) after %s of NOSPACE, want 1", v, err, seconds(time.Since(full)))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	// Let skylb retry for a while: it must back off, not hammer etcd.
+	// Let skylb retry for a while: it must back off, not hammer etcd, and
+	// go on trying. Its retries are 100 ms apart at first, twice as far
+	// each time, up to 2 s: about 10 in 10 s.
+	errsSeen, waitFrom := noSpaceErrors(ctx, t), time.Now()
 	time.Sleep(10 * time.Second)
-	errs1, _ := stack.Metric(ctx, st.Proc("skylb").HTTPAddr(), "skylb_etcd_no_space_errors_total")
+	errs1 := noSpaceErrors(ctx, t)
+	waited := time.Since(waitFrom)
+	retries := errs1 - errsSeen
+	switch {
+	case retries < 3:
+		t.Errorf("skylb had %.0f transactions refused in the %s after NOSPACE was seen, want at least 3: it stopped retrying", retries, seconds(waited))
+	case retries > 3*waited.Seconds():
+		t.Errorf("skylb had %.0f transactions refused in the %s after NOSPACE was seen, want at most 3 a second: it does not back off", retries, seconds(waited))
+	}
 	lines := logSince("skylb", logOffset)
 	logged := slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "database space exceeded") })
 	if !logged {
@@ -866,12 +878,23 @@ func noSpace(t *faultT) {
 		t.Fatalf("disarm: %v", err)
 	}
 	end := time.Now()
-	t.Notef("NOSPACE after %d MiB of junk; skylb_etcd_no_space 1 after %s; %.0f refused transactions in %s; logged",
-		filled, seconds(noSpaceAt), errs1-errs0, seconds(end.Sub(full)))
+	t.Notef("NOSPACE after %d MiB of junk; skylb_etcd_no_space 1 after %s; %.0f refused transactions in %s, %.0f in the %s after it was seen; logged",
+		filled, seconds(noSpaceAt), errs1-errs0, seconds(end.Sub(full)), retries, seconds(waited))
 	settle(ctx, t, end, nil)
 	if v, err := stack.Metric(ctx, st.Proc("skylb").HTTPAddr(), "skylb_etcd_no_space"); err != nil || v != 0 {
 		t.Errorf("skylb_etcd_no_space = %v (%v) after recovery, want 0", v, err)
 	}
+}
+
+// noSpaceErrors returns skylb's count of the transactions etcd refused for
+// NOSPACE (skylb_etcd_no_space_errors_total).
+func noSpaceErrors(ctx context.Context, t *faultT) float64 {
+	t.Helper()
+	v, err := stack.Metric(ctx, st.Proc("skylb").HTTPAddr(), "skylb_etcd_no_space_errors_total")
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return v
 }
 
 func hasNoSpace(a *clientv3.AlarmResponse) bool {
