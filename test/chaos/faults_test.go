@@ -34,6 +34,11 @@ const (
 	dnsLimit = 90 * time.Second
 )
 
+// etcdBackLimit bounds the time from etcd's return after an outage to etcd
+// holding the desired records (fault 3): the 2 s of skylb's longest retry
+// delay, and as much again and more for a loaded machine.
+const etcdBackLimit = 5 * time.Second
+
 // baseServices is the number of Services svc-000... every fault starts from.
 const baseServices = 200
 
@@ -63,7 +68,7 @@ func TestFaults(t *testing.T) {
 	fault(t, "2. SIGSTOP for 30 s of the etcd member skylb watches",
 		"changes made during the pause land (no reconcile hangs); then the invariant", memberPause)
 	fault(t, fmt.Sprintf("3. all of etcd down for %s while Services change", seconds(downFor())),
-		"skylb keeps running, bounded memory, rate-limited logs; converges after etcd returns (target 5 s)", etcdDown)
+		"skylb keeps running, bounded memory, rate-limited logs; converges within 5 s of etcd's return", etcdDown)
 	fault(t, "4. compaction past skylb's watch revision while skylb is paused",
 		"skylb lists again (skylb_etcd_relists_total) and repairs what changed unseen; then the invariant", compaction)
 	fault(t, "5. kube-apiserver down for 60 s",
@@ -458,8 +463,11 @@ func etcdDown(t *faultT) {
 		t.Errorf("skylb's memory grew by %d MiB while etcd was down", (maxRSS-rss0)>>20)
 	}
 	settle(ctx, t, back, gone)
-	if t.row.converge > 5*time.Second {
-		t.Notef("over the 5 s target")
+	// skylb's write retries back off up to 2 s (maxRetryDelay, as its etcd
+	// client's reconnects), so it writes again within about 2 s of etcd's
+	// return.
+	if t.row.converge > etcdBackLimit {
+		t.Errorf("etcd held the desired records %s after etcd returned, want within %s", seconds(t.row.converge), seconds(etcdBackLimit))
 	}
 	// CoreDNS's own client would reconnect after gRPC's backoff; the
 	// reloader beside it has it reconnect at once.
