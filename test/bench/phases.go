@@ -313,51 +313,62 @@ func (b *bench) skylbColdStart(ctx context.Context, c *coldStart) error {
 
 // restart restarts skylb over the converged state.
 func (b *bench) restart(ctx context.Context, res *results) error {
-	r := &restartResult{}
-	rev0, err := b.revision(ctx)
+	r, err := b.restartOver(ctx)
 	if err != nil {
 		return err
 	}
+	res.Restart = r
+	logf("restart: ready in %.2fs, %.0f keys written, etcd revision %+d", r.ReadySeconds, r.KeysWritten, r.RevisionDelta)
+	return nil
+}
+
+// restartOver stops skylb and starts it again with extra flags over what it
+// wrote, and measures the restart: the time to ready, and the keys written
+// in every tree (the etcd revision, which any write moves).
+func (b *bench) restartOver(ctx context.Context, extra ...string) (*restartResult, error) {
+	r := &restartResult{}
+	rev0, err := b.revision(ctx)
+	if err != nil {
+		return nil, err
+	}
 	t := time.Now()
 	if err := b.skylb.Stop(); err != nil {
-		return err
+		return nil, err
 	}
 	r.StopSeconds = time.Since(t).Seconds()
 	lw := b.watchSynced()
 	defer lw.close()
 	t0 := time.Now()
-	if err := b.startSkylb(ctx); err != nil {
-		return err
+	if err := b.startSkylb(ctx, extra...); err != nil {
+		return nil, err
 	}
 	readyAt, err := b.waitSkylbReady(ctx, time.Minute)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.ReadySeconds = readyAt.Sub(t0).Seconds()
 	synced, _, err := lw.synced(2 * time.Second)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.CachesSyncedSeconds = synced.Sub(t0).Seconds()
 	// Whatever it would write, it writes right after the first full pass.
 	time.Sleep(3 * time.Second)
 	m, err := b.skylbMetrics(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.KeysWritten = m.sum("skylb_etcd_keys_written_total", nil)
 	r.Txns = m.sum("skylb_etcd_transactions_total", nil)
 	rev1, err := b.revision(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.RevisionDelta = rev1 - rev0
 	if u, err := readProc(b.skylb.PID()); err == nil {
 		r.PeakRSSMiB, r.CPUSeconds = mib(u.PeakRSS), u.CPU
 	}
-	res.Restart = r
-	logf("restart: ready in %.2fs, %.0f keys written, etcd revision %+d", r.ReadySeconds, r.KeysWritten, r.RevisionDelta)
-	return nil
+	return r, nil
 }
 
 // oneChange adds and removes an endpoint of one Service among the large

@@ -243,6 +243,10 @@ func (r *results) checkTargets() {
 		invariant("restart over a converged state, keys written", "0", fmt.Sprintf("%.0f", s.KeysWritten), s.KeysWritten == 0 && s.RevisionDelta == 0, s.ReadySeconds > 0)
 		add("restart, time to ready", "< 3 s", fmt.Sprintf("%.2f s", s.ReadySeconds), s.ReadySeconds < 3, s.ReadySeconds > 0)
 	}
+	if v := r.SecondView; v != nil && v.Restart != nil {
+		s := v.Restart
+		invariant("restart with a second view over both trees, keys written", "0", fmt.Sprintf("%.0f", s.KeysWritten), s.KeysWritten == 0 && s.RevisionDelta == 0, s.ReadySeconds > 0)
+	}
 	if o := r.OneChange; o != nil {
 		invariant("one change at scale, keys written", "the name's records only", fmt.Sprintf("≤ %d per change, %d outside the name", o.KeysPerChange, o.Outside), o.Outside == 0 && o.KeysPerChange <= 2, o.Changes > 0)
 		if p := r.Propagation; p != nil {

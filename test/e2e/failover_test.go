@@ -110,8 +110,35 @@ func claimOn(t *testing.T, name, owner string) (c sharedClaim, ok bool) {
 	return c, true
 }
 
+// healthySince waits up to limit for owner's claim on name to say it is
+// healthy and does not serve, and returns the time it is healthy since, from
+// which the hold-down counts.
+func healthySince(t *testing.T, limit time.Duration, name, owner string) time.Time {
+	t.Helper()
+	var since time.Time
+	stack.Eventually(t, limit, owner+"'s claim on "+name+" healthy, standing by", func() (bool, string) {
+		c, ok := claimOn(t, name, owner)
+		if !ok || !c.Healthy || c.Serving {
+			return false, fmt.Sprintf("%+v %v", c, ok)
+		}
+		s, err := time.Parse(time.RFC3339, c.Since)
+		if err != nil {
+			t.Fatalf("%s's claim on %s: since %q: %v", owner, name, c.Since, err)
+		}
+		since = s
+		return true, ""
+	})
+	return since
+}
+
+// minHoldDownChecks is the fewest checks of a hold-down answersUntil accepts:
+// it checks every 100 ms what is left of the 6 s once the claim is read, a
+// few seconds into it at most.
+const minHoldDownChecks = 10
+
 // answersUntil checks that CoreDNS answers name with want at every point from
-// now until deadline, every 100 ms, and returns how many times it checked.
+// now until deadline, every 100 ms, and returns how many times it checked. It
+// fails unless it checked at least minHoldDownChecks times.
 func answersUntil(t *testing.T, deadline time.Time, name string, want ...string) int {
 	t.Helper()
 	slices.Sort(want)
@@ -124,6 +151,9 @@ func answersUntil(t *testing.T, deadline time.Time, name string, want ...string)
 		}
 		checks++
 		time.Sleep(100 * time.Millisecond)
+	}
+	if checks < minHoldDownChecks {
+		t.Fatalf("%s: checked the answer %d times before %s, want at least %d", name, checks, deadline.Format(time.RFC3339Nano), minHoldDownChecks)
 	}
 	return checks
 }
@@ -197,12 +227,7 @@ func TestGlobalLoadBalancing(t *testing.T) {
 		restarted := time.Now()
 		// The primary publishes its verdict, healthy again, with its time:
 		// the hold-down counts from there.
-		var since time.Time
-		stack.Eventually(t, detect, "the primary's verdict healthy again", func() (bool, string) {
-			c, ok := claimOn(t, failover, "primary")
-			since, _ = time.Parse(time.RFC3339, c.Since)
-			return ok && c.Healthy && !c.Serving, fmt.Sprintf("%+v %v", c, ok)
-		})
+		since := healthySince(t, detect, failover, "primary")
 		heldUntil := since.Add(glbHoldDown)
 		primary.expectEvent(t, "gslb", "ClusterHeldDown", heldUntil.UTC().Format(time.RFC3339))
 		// Not before: the secondary answers at every point until the
@@ -212,9 +237,6 @@ func TestGlobalLoadBalancing(t *testing.T) {
 		took := time.Since(restarted)
 		t.Logf("%s moved back to the primary %v after its backends returned (healthy since %s, hold-down %v, %d checks before it ended found the secondary)",
 			failover, took.Round(time.Millisecond), since.Format(time.RFC3339), glbHoldDown, checks)
-		if checks < 10 {
-			t.Errorf("checked the answer %d times during the hold-down, want at least 10", checks)
-		}
 		primary.expectEvent(t, "gslb", "ClusterAnswering", "this cluster answers "+failover+" now")
 		secondary.expectEvent(t, "gslb", "ClusterStandby", "it is answered by primary")
 	})
@@ -257,12 +279,7 @@ func TestGlobalLoadBalancing(t *testing.T) {
 
 		// Back, and healthy from the start: it waits for its hold-down too.
 		primary.start(t)
-		var since time.Time
-		stack.Eventually(t, quick, "the returning primary's claim", func() (bool, string) {
-			c, ok := claimOn(t, failover, "primary")
-			since, _ = time.Parse(time.RFC3339, c.Since)
-			return ok && c.Healthy && !c.Serving, fmt.Sprintf("%+v %v", c, ok)
-		})
+		since := healthySince(t, quick, failover, "primary")
 		checks := answersUntil(t, since.Add(glbHoldDown), failover, secondaryIPs...)
 		within(t, glbCommit, failover, primaryIPs...)
 		t.Logf("the returning primary took %s back after its hold-down (%d checks before it ended found the secondary)", failover, checks)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,18 +81,8 @@ var foreign = map[string]string{
 	"/skydns/org/example/shared/other-cluster-1":  `{"host":"198.51.100.52","owner":"other-cluster"}`,
 }
 
-// foreignWritten says whether TestForeignKeysSurvive wrote the foreign keys,
-// which later tests check again.
-var foreignWritten bool
-
 func TestForeignKeysSurvive(t *testing.T) {
-	root := etcdAs(t, "root")
-	for k, v := range foreign {
-		if _, err := root.Put(ctxT(t), k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	foreignWritten = true
+	writeForeign(t)
 	// skylb publishes a name where another owner has a key: CoreDNS merges them.
 	namespace(t, "partner")
 	metallb(t, "partner", "shared", []corev1.LoadBalancerIngress{{IP: "203.0.113.40"}}, annotate("skylb.io/hostname", "shared.example.org"))
@@ -104,11 +95,28 @@ func TestForeignKeysSurvive(t *testing.T) {
 	checkForeign(t)
 }
 
+// writeForeign writes the foreign keys that are not in etcd as they should
+// be, so that a test checks them whatever ran before it.
+func writeForeign(t *testing.T) {
+	t.Helper()
+	root := etcdAs(t, "root")
+	for k, v := range foreign {
+		resp, err := root.Get(ctxT(t), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) == 1 && string(resp.Kvs[0].Value) == v {
+			continue
+		}
+		if _, err := root.Put(ctxT(t), k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkForeign fails unless the foreign keys are as writeForeign wrote them.
 func checkForeign(t *testing.T) {
 	t.Helper()
-	if !foreignWritten {
-		return
-	}
 	root := etcdAs(t, "root")
 	for k, v := range foreign {
 		resp, err := root.Get(ctxT(t), k)
@@ -127,8 +135,27 @@ func revision(t *testing.T) int64 {
 	return revisionOf(t, etcdAs(t, "root"))
 }
 
+// TestRestartWithNothingChangedWritesNothing watches every key of the DNS
+// etcd across a restart of skylb: the records of the default view and of
+// every other view, and what skylb keeps under /skylb/.
 func TestRestartWithNothingChangedWritesNothing(t *testing.T) {
-	before, _ := settle(t)
+	writeForeign(t)
+	// Records in every tree whatever ran before: addresses with their PTR
+	// records, an SRV record, and the ClusterIP in the view internal.
+	namespace(t, "restart")
+	metallb(t, "restart", "web", []corev1.LoadBalancerIngress{{IP: "192.0.2.60"}, {IP: "2001:db8::60"}},
+		annotate("skylb.io/address-source.internal", "cluster-ip"))
+	settle(t) // every tree holds what skylb was given
+	trees := append([]string{"/skydns/"}, viewTrees()...)
+	held := map[string]int64{}
+	for _, tree := range append(slices.Clone(trees), "/skylb/") {
+		resp, err := etcdAs(t, "root").Get(ctxT(t), tree, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held[tree] = resp.Count
+	}
+	before := revision(t)
 	p := st.Proc("skylb")
 	if err := p.Stop(); err != nil {
 		t.Fatal(err)
@@ -139,19 +166,60 @@ func TestRestartWithNothingChangedWritesNothing(t *testing.T) {
 	if err := st.WaitSkylbReady(ctxT(t), p); err != nil {
 		t.Fatal(err)
 	}
-	// The restarted skylb's first pass comes before the Service settle
-	// creates now: between the two marks, etcd holds the second mark's
-	// record and nothing else.
-	after, path := settle(t)
+	// The restarted skylb's first pass comes before the Service mark
+	// creates now, in every tree: between the two marks, etcd holds the
+	// second mark's records and its claim, and nothing else.
+	name := mark(t)
+	after := revision(t)
+	seen := map[string]int{}
+	var state []string
 	for _, w := range writesBetween(t, before, after) {
-		if !strings.Contains(w, " "+path) {
+		kind := restartWriteKind(w.key, name, trees)
+		if kind == "" || w.deleted {
 			t.Errorf("skylb wrote across a restart with nothing changed: %s", w)
+			continue
+		}
+		seen[kind]++
+		if strings.HasPrefix(w.key, "/skylb/") {
+			state = append(state, fmt.Sprintf("%s (%s)", w.key, kind))
 		}
 	}
+	// Each tree's mark is seen: the watch covers them all.
+	for _, tree := range trees {
+		if seen["the mark's record in "+tree] == 0 {
+			t.Errorf("no write of the mark %s seen in %s between revisions %d and %d", name, tree, before, after)
+		}
+	}
+	if seen["the mark's claim"] != 1 {
+		t.Errorf("the mark's claim written %d times, want once", seen["the mark's claim"])
+	}
+	t.Logf("restarted over %v keys; revisions %d to %d wrote %v; under /skylb/ %d keys: %s",
+		held, before, after, seen, len(state), strings.Join(state, ", "))
 	checkForeign(t)
 }
 
+// restartWriteKind returns what a key written across a restart with nothing
+// changed is, when it is one skylb may write then: the mark's records in each
+// tree, the mark's claim, and a registration of skylb's scope (the
+// registration is on a lease, written anew by each start once another
+// instance of the owner id registered); "" for any other.
+func restartWriteKind(key, mark string, trees []string) string {
+	for _, tree := range trees {
+		if strings.HasPrefix(key, markPath(tree, mark)) {
+			return "the mark's record in " + tree
+		}
+	}
+	switch {
+	case strings.HasPrefix(key, "/skylb/claims/"+mark+".settle."+st.Zone+"/"):
+		return "the mark's claim"
+	case strings.HasPrefix(key, "/skylb/scopes/default/"):
+		return "a scope registration"
+	}
+	return ""
+}
+
 func TestEtcdDownWhileServicesChange(t *testing.T) {
+	writeForeign(t)
 	namespace(t, "outage")
 	metallb(t, "outage", "stays", []corev1.LoadBalancerIngress{{IP: "203.0.113.50"}})
 	metallb(t, "outage", "goes", []corev1.LoadBalancerIngress{{IP: "203.0.113.51"}})

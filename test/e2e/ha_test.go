@@ -30,12 +30,13 @@ var haArgs = []string{
 }
 
 // scrape returns the samples of a skylb's /metrics whose name starts with
-// prefix (stack.Scrape), none when the page cannot be read.
+// prefix (stack.Scrape); a page that cannot be read fails the test, so that a
+// check of a sample's absence or of its zero never passes on it.
 func scrape(t *testing.T, addr, prefix string) map[string]float64 {
 	t.Helper()
 	samples, err := stack.Scrape(ctxT(t), addr, prefix)
 	if err != nil {
-		t.Logf("scrape: %v", err)
+		t.Fatalf("%v", err)
 	}
 	return samples
 }
@@ -128,8 +129,10 @@ func TestHighAvailability(t *testing.T) {
 			t.Errorf("skylb_hostname_conflicts = %v, want at least the conflict of ha-rival", m["skylb_hostname_conflicts"])
 		}
 		fm := scrape(t, follower.HTTPAddr(), "skylb_")
-		if fm["skylb_leader"] != 0 || fm["skylb_etcd_transactions_total"] != 0 {
-			t.Errorf("follower reports leader=%v transactions=%v, want 0 and 0", fm["skylb_leader"], fm["skylb_etcd_transactions_total"])
+		for _, name := range []string{"skylb_leader", "skylb_etcd_transactions_total"} {
+			if v, ok := fm[name]; !ok || v != 0 {
+				t.Errorf("follower reports %s = %v (present: %v), want 0", name, v, ok)
+			}
 		}
 		if readyz(follower.HTTPAddr()) != http.StatusOK {
 			t.Errorf("the follower is not ready; a warm follower must be")

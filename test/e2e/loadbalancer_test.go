@@ -165,12 +165,28 @@ func TestPortConflict(t *testing.T) {
 	follow(t, slow, "lbport", "first", "first.lbport.example.org", 1)
 	lbService(t, "lbport", "second", ports(port))
 	stack.Eventually(t, slow, "PortConflict Warning", hasEvent(t, "lbport", "Service", "second", "PortConflict", "Service lbport/first"))
-	// Refused: the pod is ready, yet no status and no record.
-	stack.Eventually(t, slow, "second's pod ready", func() (bool, string) {
-		_, ready := nodeAddresses(t, "lbport", "second")
-		return ready == 1, fmt.Sprintf("%d ready pods", ready)
+	// Refused: its endpoint is ready, yet no status and no record, once
+	// skylb has synced past the EndpointSlice saying so (settle).
+	stack.Eventually(t, slow, "second's endpoint ready", func() (bool, string) {
+		pods, _ := endpointState(t, "lbport", "second")
+		return len(pods) == 1, fmt.Sprintf("ready endpoints %q", pods)
 	})
-	within(t, quick, "second.lbport.example.org")
+	settle(t)
+	root := etcdAs(t, "root")
+	const refused = "second.lbport.example.org"
+	// The trees of the nodes' addresses; the view internal answers the
+	// pods (--view=internal=pods), where kube-proxy's rules do not apply.
+	paths := []string{treePath("/skydns/", refused), treePath("/skydns-zone-a/", refused), "/skylb/claims/" + refused + "/"}
+	for _, path := range paths {
+		resp, err := root.Get(ctxT(t), path, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Count != 0 {
+			t.Errorf("Got %d keys under %s for the refused Service, want none", resp.Count, path)
+		}
+	}
+	within(t, quick, refused)
 	if ext := externalIPs(t, "lbport", "second"); len(ext) != 0 {
 		t.Errorf("Got EXTERNAL-IP %q for the refused Service, want none", ext)
 	}

@@ -24,14 +24,12 @@ import (
 var marks atomic.Int32
 
 // settle creates a Service of another implementation, with one address and
-// no named port, and waits until skylb has written its one record: skylb
-// syncs objects in the order they change and commits in that order, so what
-// it was given before is in etcd too. It returns the etcd revision of that
-// record and the path of its name.
-func settle(t *testing.T) (int64, string) {
+// no named port, and waits until skylb has written its one record in every
+// tree: skylb syncs objects in the order they change and commits in that
+// order, so what it was given before is in etcd too.
+func settle(t *testing.T) {
 	t.Helper()
-	rev, path, _ := mark(t)
-	return rev, path
+	mark(t)
 }
 
 // drained waits until skylb has written everything it was given before, to
@@ -42,7 +40,7 @@ func settle(t *testing.T) (int64, string) {
 // on Events within a bound calls it first.
 func drained(t *testing.T) {
 	t.Helper()
-	_, _, name := mark(t)
+	name := mark(t)
 	stack.Eventually(t, time.Minute, "skylb's Events sent up to settle/"+name,
 		hasEvent(t, "settle", "Service", name, "Published", "203.0.113.250"))
 }
@@ -78,9 +76,9 @@ func settleNamespace(t *testing.T) {
 	}
 }
 
-// mark creates the Service of settle and waits for its record; it returns the
-// record's revision, the path of its name and the Service's name.
-func mark(t *testing.T) (int64, string, string) {
+// mark creates the Service of settle and waits for its record in every tree;
+// it returns the Service's name.
+func mark(t *testing.T) string {
 	t.Helper()
 	settleNamespace(t)
 	name := fmt.Sprintf("mark-%d", marks.Add(1))
@@ -90,44 +88,62 @@ func mark(t *testing.T) (int64, string, string) {
 		s.Spec.Ports[0].Name = ""
 		s.Annotations = map[string]string{"skylb.io/address-source.internal": "status"}
 	})
-	path := stack.StoredPath(name+".settle.example.org") + "/"
 	root := etcdAs(t, "root")
-	// The revision returned is the default tree's record's, which
-	// writesBetween watches.
-	var rev int64
-	for i, tree := range append([]string{"/skydns/"}, viewTrees()...) {
-		p := tree + strings.TrimPrefix(path, "/skydns/")
+	for _, tree := range append([]string{"/skydns/"}, viewTrees()...) {
+		p := markPath(tree, name)
 		stack.Eventually(t, quick, "skylb writes the record of settle/"+name+" under "+tree, func() (bool, string) {
-			resp, err := root.Get(ctxT(t), p, clientv3.WithPrefix())
+			resp, err := root.Get(ctxT(t), p, clientv3.WithPrefix(), clientv3.WithCountOnly())
 			if err != nil {
 				return false, err.Error()
 			}
-			for _, kv := range resp.Kvs {
-				if i == 0 {
-					rev = max(rev, kv.ModRevision)
-				}
-			}
-			return len(resp.Kvs) > 0, "no key under " + p
+			return resp.Count > 0, "no key under " + p
 		})
 	}
-	return rev, path, name
+	return name
 }
 
-// writesBetween returns the keys under /skydns/ written or deleted in the
-// etcd revisions after from up to to, each with its revision.
-func writesBetween(t *testing.T, from, to int64) []string {
+// markPath returns the path of the records of the mark name in tree
+// ("/skydns/" or a view's), with a trailing slash.
+func markPath(tree, name string) string {
+	return treePath(tree, name+".settle."+st.Zone)
+}
+
+// treePath returns the path of the records of a DNS name in tree, with a
+// trailing slash.
+func treePath(tree, name string) string {
+	return tree + strings.TrimPrefix(stack.StoredPath(name), "/skydns/") + "/"
+}
+
+// write is a key written or deleted in etcd, at a revision.
+type write struct {
+	key     string
+	deleted bool
+	rev     int64
+}
+
+func (w write) String() string {
+	op := "PUT"
+	if w.deleted {
+		op = "DELETE"
+	}
+	return fmt.Sprintf("%s %s at %d", op, w.key, w.rev)
+}
+
+// writesBetween returns the keys of the DNS etcd written or deleted in the
+// revisions after from up to to, in order.
+func writesBetween(t *testing.T, from, to int64) []write {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctxT(t), 10*time.Second)
 	defer cancel()
-	var out []string
-	for resp := range etcdAs(t, "root").Watch(ctx, "/skydns/", clientv3.WithPrefix(), clientv3.WithRev(from+1)) {
+	var out []write
+	for resp := range etcdAs(t, "root").Watch(ctx, "", clientv3.WithFromKey(), clientv3.WithRev(from+1)) {
 		if err := resp.Err(); err != nil {
-			t.Fatalf("watch /skydns/ from revision %d: %v", from+1, err)
+			t.Fatalf("watch every key from revision %d: %v", from+1, err)
 		}
 		last := int64(0)
 		for _, ev := range resp.Events {
 			if ev.Kv.ModRevision <= to {
-				out = append(out, fmt.Sprintf("%s %s at %d", ev.Type, ev.Kv.Key, ev.Kv.ModRevision))
+				out = append(out, write{key: string(ev.Kv.Key), deleted: ev.Type == clientv3.EventTypeDelete, rev: ev.Kv.ModRevision})
 			}
 			last = ev.Kv.ModRevision
 		}
@@ -135,6 +151,6 @@ func writesBetween(t *testing.T, from, to int64) []string {
 			return out
 		}
 	}
-	t.Fatalf("watch /skydns/ from revision %d ended before revision %d: %v", from+1, to, ctx.Err())
+	t.Fatalf("watch every key from revision %d ended before revision %d: %v", from+1, to, ctx.Err())
 	return nil
 }

@@ -76,7 +76,7 @@ func TestCoreDNSServesZonesWithEtcdDown(t *testing.T) {
 		}
 		// The next test finds skylb writing and CoreDNS reading etcd
 		// again: CoreDNS's etcd client reconnects with a backoff.
-		_, _, name := mark(t)
+		name := mark(t)
 		within(t, time.Minute, name+".settle."+st.Zone, "203.0.113.250")
 	})
 
