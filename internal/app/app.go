@@ -112,9 +112,11 @@ type Config struct {
 	// in a ConfigMap.
 	ViewBlocks *ViewBlocks
 
-	// GatewayAPI publishes Gateways and routes once their CRDs are served;
-	// discovery is asked again every GatewayPoll.
+	// GatewayAPI publishes Gateways and routes, and DNSEndpoint
+	// external-dns's DNSEndpoints, once their CRDs are served; discovery
+	// is asked again every GatewayPoll.
 	GatewayAPI  bool
+	DNSEndpoint bool
 	GatewayPoll time.Duration
 
 	// DryRun computes and logs every change and writes nothing.
@@ -322,8 +324,8 @@ func controllerConfig(cfg Config, clients Clients, m *metrics.Metrics, elector *
 		ReverseZones: cfg.ReverseZones,
 		Log:          cfg.Log.WithField("component", "controller"),
 	}
-	if cfg.GatewayAPI {
-		c.GatewayAPI, c.GatewayPoll, c.CRDs = true, cfg.GatewayPoll, clients.Metadata
+	if cfg.GatewayAPI || cfg.DNSEndpoint {
+		c.GatewayAPI, c.DNSEndpoint, c.GatewayPoll, c.CRDs = cfg.GatewayAPI, cfg.DNSEndpoint, cfg.GatewayPoll, clients.Metadata
 	}
 	if elector != nil {
 		c.Leading = elector.Leading

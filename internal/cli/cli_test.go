@@ -239,6 +239,7 @@ func TestScopeConfig(t *testing.T) {
 		{name: "GatewayClasses without the Gateway API's sources", args: []string{"--source=service", "--gateway-class=public"}, wantErr: "--gateway-class: --source has no Gateway API source"},
 		{name: "GatewayClasses without the Gateway API", args: []string{"--gateway-api=false", "--gateway-class=public"}, wantErr: "--gateway-class: needs --gateway-api"},
 		{name: "routes without the Gateway API", args: []string{"--gateway-api=false", "--source=gateway-tlsroute"}, wantErr: "--source: the Gateway API's sources need --gateway-api"},
+		{name: "DNSEndpoints without --dnsendpoint", args: []string{"--source=service,crd"}, wantErr: "--source: crd needs --dnsendpoint"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -118,6 +118,7 @@ func (o *options) config() (app.Config, error) {
 		HTTPAddress:      o.httpAddress,
 		CoreDNSAddress:   o.corednsAddress,
 		GatewayAPI:       o.gatewayAPI,
+		DNSEndpoint:      o.dnsEndpoint,
 		GatewayPoll:      o.gatewayPoll,
 		Log:              log,
 	}, nil
@@ -425,6 +426,8 @@ func (o *options) scope() (scope.Scope, error) {
 	switch {
 	case !o.gatewayAPI && len(sc.Kinds) > 0 && sc.GatewayAPI():
 		return sc, fmt.Errorf("--source: the Gateway API's sources need --gateway-api")
+	case !o.dnsEndpoint && len(sc.Kinds) > 0 && sc.Kind(source.KindDNSEndpoint):
+		return sc, fmt.Errorf("--source: crd needs --dnsendpoint")
 	case len(sc.GatewayClasses) > 0 && !o.gatewayAPI:
 		return sc, fmt.Errorf("--gateway-class: needs --gateway-api")
 	case len(sc.GatewayClasses) > 0 && !sc.GatewayAPI():

@@ -65,6 +65,7 @@ type options struct {
 	once             bool
 	srv              bool
 	gatewayAPI       bool
+	dnsEndpoint      bool
 	gatewayPoll      time.Duration
 	namespaces       []string
 	labelSelector    string
@@ -128,7 +129,8 @@ func flags(o *options) *pflag.FlagSet {
 	}
 	fs.BoolVar(&o.srv, "srv", true, "publish SRV records _<port>._<protocol>.<name> for the named ports of Services")
 	fs.BoolVar(&o.gatewayAPI, "gateway-api", true, "publish Gateway API Gateways and HTTPRoutes, GRPCRoutes and TLSRoutes once their CRDs are served")
-	fs.DurationVar(&o.gatewayPoll, "gateway-api-poll-interval", time.Minute, "how often API discovery is asked whether the Gateway API CRDs have been installed")
+	fs.BoolVar(&o.dnsEndpoint, "dnsendpoint", false, "publish external-dns's DNSEndpoints (externaldns.k8s.io/v1alpha1) once their CRD is served")
+	fs.DurationVar(&o.gatewayPoll, "gateway-api-poll-interval", time.Minute, "how often API discovery is asked whether the Gateway API CRDs (and with --dnsendpoint, the DNSEndpoint CRD) have been installed")
 	fs.StringSliceVar(&o.namespaces, "namespace", nil, "publish only the objects of these namespaces, watched one by one (repeatable or comma-separated); empty: all namespaces")
 	fs.StringVar(&o.labelSelector, "label-selector", "", "publish only the Services, Ingresses, Gateways and routes whose labels match this selector, e.g. dns=public")
 	fs.StringSliceVar(&o.ingressClasses, "ingress-class", nil, "publish only the Ingresses of these classes (spec.ingressClassName or the annotation kubernetes.io/ingress.class); repeatable")

@@ -27,7 +27,7 @@ func TestApply(t *testing.T) {
 			{Name: "www.example.org", Host: "192.0.2.1", TTL: 30, Source: "service/shop/web"},
 		}}}},
 		events:  []event{{pub: web, kind: corev1.EventTypeWarning, reason: source.ReasonNoEndpoints, message: "no endpoints"}},
-		status:  []status{{service: skydns.ObjectKey{Kind: source.KindService, Namespace: "shop", Name: "web"}}},
+		status:  []status{{key: skydns.ObjectKey{Kind: source.KindService, Namespace: "shop", Name: "web"}}},
 		requeue: []requeue{{key: skydns.ObjectKey{Kind: source.KindService, Namespace: "shop", Name: "other"}}},
 	}
 	tests := []struct {

@@ -88,7 +88,10 @@ type Config struct {
 	// GatewayAPI publishes Gateways, HTTPRoutes, GRPCRoutes and TLSRoutes
 	// once discovery says their CRDs are served, asked again every
 	// GatewayPoll (a minute when 0), as for every kind of a CRD.
-	GatewayAPI  bool
+	GatewayAPI bool
+	// DNSEndpoint publishes external-dns's DNSEndpoints once discovery says
+	// their CRD is served, as for the Gateway API.
+	DNSEndpoint bool
 	GatewayPoll time.Duration
 	// CRDs, when set, watches the metadata of CustomResourceDefinitions,
 	// so that the CRDs of the kinds published installed later are picked

@@ -67,7 +67,7 @@ func (c *Controller) decide(in inputs, loaded map[string]uint64) (outcome, error
 		src := key.String()
 		touched[src] = true
 		observed := c.observed.take(key)
-		pub, svc, err := c.publication(key)
+		pub, obj, k, err := c.publication(key)
 		if err != nil {
 			return outcome{}, fmt.Errorf("sync %s: %w", key, err)
 		}
@@ -85,7 +85,9 @@ func (c *Controller) decide(in inputs, loaded map[string]uint64) (outcome, error
 			}
 		}
 		c.mu.Unlock()
-		c.statusOf(&out, svc, pub)
+		if obj != nil && k.statusOf != nil {
+			k.statusOf(c, &out, obj, pub)
+		}
 		if c.cfg.ObserveReconcile != nil {
 			c.cfg.ObserveReconcile(time.Since(start))
 		}
@@ -171,18 +173,20 @@ func (c *Controller) sync(_ context.Context, key skydns.ObjectKey) (outcome, err
 }
 
 // publication reads an object from the caches and computes what it publishes;
-// nil when the object is gone or publishes nothing. For a Service it also
-// returns the cached Service.
-func (c *Controller) publication(key skydns.ObjectKey) (*source.Publication, *corev1.Service, error) {
+// nil when the object is gone or publishes nothing. It also returns the
+// object when its status follows its publication (see objectKind), and the
+// entry of its kind.
+func (c *Controller) publication(key skydns.ObjectKey) (*source.Publication, any, *objectKind, error) {
 	k := c.kindOf(key.Kind)
 	if k == nil {
-		return nil, nil, fmt.Errorf("kind %q not published: %w", key.Kind, errPermanent)
+		return nil, nil, nil, fmt.Errorf("kind %q not published: %w", key.Kind, errPermanent)
 	}
 	obj, exists, err := k.indexer.GetByKey(cache.NewObjectName(key.Namespace, key.Name).String())
 	if err != nil || !exists {
-		return nil, nil, err
+		return nil, nil, k, err
 	}
-	return k.publication(c, obj)
+	pub, status, err := k.publication(c, obj)
+	return pub, status, k, err
 }
 
 // resolveLocked resolves one group, adds its records to out and adds to

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/skylb/skylb/internal/externaldns"
 	"github.com/skylb/skylb/internal/kubeclient/kubefake"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
@@ -71,6 +72,8 @@ func (c *Controller) informerOf(obj runtime.Object) (cache.SharedIndexInformer, 
 		kind = source.KindGRPCRoute
 	case *gatewayv1.TLSRoute:
 		kind = source.KindTLSRoute
+	case *externaldns.DNSEndpoint:
+		kind = source.KindDNSEndpoint
 	default:
 		return nil, fmt.Errorf("no informer for a %T", obj)
 	}
@@ -150,7 +153,7 @@ func decision(out outcome) Decision {
 		for _, ing := range s.ingress {
 			ingress = append(ingress, ing.IP+ing.Hostname)
 		}
-		d.Status[s.service] = ingress
+		d.Status[s.key] = ingress
 	}
 	for _, p := range out.probes {
 		if len(p.targets) == 0 {

@@ -158,7 +158,7 @@ func (c *Controller) serviceChangedForGateways(svc *corev1.Service, name cache.O
 }
 
 // gatewayPublication is what a cached Gateway publishes.
-func (c *Controller) gatewayPublication(obj any) (*source.Publication, *corev1.Service, error) {
+func (c *Controller) gatewayPublication(obj any) (*source.Publication, any, error) {
 	gw, ok := obj.(*gatewayv1.Gateway)
 	if !ok {
 		return nil, nil, fmt.Errorf("cached Gateway is a %T: %w", obj, errPermanent)
@@ -172,8 +172,8 @@ func (c *Controller) gatewayPublication(obj any) (*source.Publication, *corev1.S
 
 // routePublication returns what a cached route of a kind publishes, read
 // through route.
-func routePublication(kind string, route func(any) (source.Route, bool)) func(*Controller, any) (*source.Publication, *corev1.Service, error) {
-	return func(c *Controller, obj any) (*source.Publication, *corev1.Service, error) {
+func routePublication(kind string, route func(any) (source.Route, bool)) func(*Controller, any) (*source.Publication, any, error) {
+	return func(c *Controller, obj any) (*source.Publication, any, error) {
 		r, ok := route(obj)
 		if !ok {
 			return nil, nil, fmt.Errorf("cached %s is a %T: %w", kind, obj, errPermanent)

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/skylb/skylb/internal/externaldns"
 	"github.com/skylb/skylb/internal/kubeclient"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
@@ -32,9 +34,15 @@ type objectKind struct {
 	// indexers are added to the informers before they run.
 	indexers cache.Indexers
 	// publication returns what a cached object publishes: nil when it
-	// publishes nothing. A Service also returns itself, whose status and
-	// finalizer follow its records.
-	publication func(c *Controller, obj any) (*source.Publication, *corev1.Service, error)
+	// publishes nothing; and the object itself when its status follows its
+	// publication (a Service's status and finalizer, a DNSEndpoint's
+	// observed generation), for statusOf.
+	publication func(c *Controller, obj any) (*source.Publication, any, error)
+	// statusOf adds to out the status of an object that publication
+	// returned, when it should change; writeStatus writes it (see
+	// syncStatus). Both nil for a kind whose status skylb leaves alone.
+	statusOf    func(c *Controller, out *outcome, obj any, pub *source.Publication)
+	writeStatus func(c *Controller, ctx context.Context, key skydns.ObjectKey) error
 	// selected reports whether enqueueAll takes a cached object; nil
 	// takes every one.
 	selected func(obj any) bool
@@ -68,6 +76,10 @@ func kindsOf(cfg Config, f informerMaker, svcs, ings informerSet) []*objectKind 
 		},
 		changed:       (*Controller).serviceDependents,
 		nodeAddressed: true,
+		statusOf: func(c *Controller, out *outcome, obj any, pub *source.Publication) {
+			c.serviceStatusOf(out, obj.(*corev1.Service), pub)
+		},
+		writeStatus: (*Controller).syncServiceStatus,
 	}, {
 		kind:        source.KindIngress,
 		informers:   ings,
@@ -102,6 +114,12 @@ func kindsOf(cfg Config, f informerMaker, svcs, ings informerSet) []*objectKind 
 			kinds = append(kinds, k)
 		}
 	}
+	if cfg.DNSEndpoint && sc.Kind(source.KindDNSEndpoint) {
+		d := late(source.KindDNSEndpoint, kubeclient.DNSEndpoints, &externaldns.DNSEndpoint{})
+		d.publication = (*Controller).dnsEndpointPublication
+		d.statusOf, d.writeStatus = (*Controller).dnsEndpointStatusOf, (*Controller).syncDNSEndpointStatus
+		kinds = append(kinds, d)
+	}
 	for _, k := range kinds {
 		k.indexer = k.informers.indexer()
 	}
@@ -123,7 +141,7 @@ func findKind(kinds []*objectKind, kind string) *objectKind {
 }
 
 // servicePublication is what a cached Service publishes.
-func (c *Controller) servicePublication(obj any) (*source.Publication, *corev1.Service, error) {
+func (c *Controller) servicePublication(obj any) (*source.Publication, any, error) {
 	svc, ok := obj.(*corev1.Service)
 	if !ok {
 		return nil, nil, fmt.Errorf("cached Service is a %T: %w", obj, errPermanent)
@@ -142,7 +160,7 @@ func (c *Controller) servicePublication(obj any) (*source.Publication, *corev1.S
 }
 
 // ingressPublication is what a cached Ingress publishes.
-func (c *Controller) ingressPublication(obj any) (*source.Publication, *corev1.Service, error) {
+func (c *Controller) ingressPublication(obj any) (*source.Publication, any, error) {
 	ing, ok := obj.(*networkingv1.Ingress)
 	if !ok {
 		return nil, nil, fmt.Errorf("cached Ingress is a %T: %w", obj, errPermanent)

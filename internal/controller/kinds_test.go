@@ -45,6 +45,16 @@ func TestKindsOf(t *testing.T) {
 			},
 		},
 	}
+	tests = append(tests, struct {
+		name string
+		cfg  Config
+		want map[string]schema.GroupVersionResource
+	}{
+		name: "DNSEndpoints", cfg: Config{DNSEndpoint: true, Scope: scope.Scope{Kinds: []string{source.KindDNSEndpoint}}},
+		want: map[string]schema.GroupVersionResource{
+			source.KindService: {}, source.KindIngress: {}, source.KindDNSEndpoint: kubeclient.DNSEndpoints,
+		},
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := map[string]schema.GroupVersionResource{}

@@ -56,10 +56,11 @@ type probe struct {
 	targets []health.Target
 }
 
-// status is the status.loadBalancer.ingress a Service should have; nil
-// clears a status skylb wrote.
+// status is the status an object should have: the
+// status.loadBalancer.ingress of a Service, nil clearing a status skylb
+// wrote; nothing more for a DNSEndpoint, whose writer reads its generation.
 type status struct {
-	service skydns.ObjectKey
+	key     skydns.ObjectKey
 	ingress []corev1.LoadBalancerIngress
 }
 
@@ -87,7 +88,7 @@ func (c *Controller) apply(out outcome) {
 	}
 	if len(out.status) > 0 && c.cfg.Leading() {
 		for _, s := range out.status {
-			c.statuses.queue.Add(s.service)
+			c.statuses.queue.Add(s.key)
 		}
 	}
 	for _, r := range out.requeue {

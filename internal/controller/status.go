@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/skylb/skylb/internal/kubeclient"
@@ -44,20 +45,30 @@ func (c *Controller) writeStatus(ctx context.Context, cached *corev1.Service, wa
 	if err != nil {
 		return fmt.Errorf("status patch of service %s/%s: %w", cached.Namespace, cached.Name, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
-	defer cancel()
-	err = c.kube.Patch(ctx, kubeclient.Services, cached.Namespace, cached.Name, types.MergePatchType, patch, "status")
-	switch {
-	case apierrors.IsNotFound(err) || uidChanged(err):
-		return nil // deleted, or deleted and created again: its own sync follows
-	case err != nil:
-		return fmt.Errorf("update status of service %s/%s: %w", cached.Namespace, cached.Name, err)
+	if landed, err := c.patchStatus(ctx, kubeclient.Services, cached.Namespace, cached.Name, patch); !landed {
+		return err
 	}
 	list := describeStatus(want)
 	c.statuses.writes.Add(1)
 	c.recorder.Eventf(cached, corev1.EventTypeNormal, source.ReasonAddressesChanged, "load balancer ingress set to %s", list)
 	c.cfg.Log.WithFields(logrus.Fields{"service": cached.Namespace + "/" + cached.Name, "ingress": list}).Info("service status updated")
 	return nil
+}
+
+// patchStatus sends a JSON merge patch of an object's status and reports
+// whether it landed: an object deleted, or deleted and created again (the
+// patch names its uid), is no error, for its own sync follows.
+func (c *Controller) patchStatus(ctx context.Context, r schema.GroupVersionResource, ns, name string, patch []byte) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	err := c.kube.Patch(ctx, r, ns, name, types.MergePatchType, patch, "status")
+	switch {
+	case apierrors.IsNotFound(err) || uidChanged(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("update status of %s %s/%s: %w", r.Resource, ns, name, err)
+	}
+	return true, nil
 }
 
 // statusPatch is the JSON merge patch writeStatus sends. A nil Ingress is
@@ -108,12 +119,12 @@ func describeStatus(ingress []corev1.LoadBalancerIngress) string {
 // statusWorkers is the number of goroutines writing Service status.
 const statusWorkers = 2
 
-// statusOf adds to out the status of a Service when it differs from what its
+// serviceStatusOf adds to out the status of a Service when it differs from what its
 // publication wants (or is a stale status skylb wrote). The status is queued
 // for writing: status writes have a queue and workers of their own, for they
 // are API requests, throttled by the client's rate limit, and must never hold
 // up the records of other objects behind them.
-func (c *Controller) statusOf(out *outcome, svc *corev1.Service, pub *source.Publication) {
+func (c *Controller) serviceStatusOf(out *outcome, svc *corev1.Service, pub *source.Publication) {
 	if svc == nil {
 		return
 	}
@@ -131,15 +142,24 @@ func (c *Controller) statusOf(out *outcome, svc *corev1.Service, pub *source.Pub
 	case pub != nil || !c.caches.builder.StaleStatus(svc):
 		return
 	}
-	out.status = append(out.status, status{service: skydns.ObjectKey{Kind: source.KindService, Namespace: svc.Namespace, Name: svc.Name}, ingress: want})
+	out.status = append(out.status, status{key: skydns.ObjectKey{Kind: source.KindService, Namespace: svc.Namespace, Name: svc.Name}, ingress: want})
 }
 
-// syncStatus writes the status of one Service as its current publication
-// wants it.
+// syncStatus writes the status of one object, as the writer of its kind
+// does, while leading.
 func (c *Controller) syncStatus(ctx context.Context, key skydns.ObjectKey) error {
 	if !c.cfg.Leading() {
 		return nil
 	}
+	if k := c.kindOf(key.Kind); k != nil && k.writeStatus != nil {
+		return k.writeStatus(c, ctx, key)
+	}
+	return nil
+}
+
+// syncServiceStatus writes the status of one Service as its current
+// publication wants it.
+func (c *Controller) syncServiceStatus(ctx context.Context, key skydns.ObjectKey) error {
 	svc, err := c.caches.services.Services(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		return nil

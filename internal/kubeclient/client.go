@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/skylb/skylb/internal/externaldns"
 )
 
 // Scheme holds the API groups skylb reads and writes, and only those.
@@ -41,6 +43,7 @@ func init() {
 	utilruntime.Must(networkingv1.AddToScheme(Scheme))
 	utilruntime.Must(coordinationv1.AddToScheme(Scheme))
 	utilruntime.Must(gatewayv1.Install(Scheme))
+	utilruntime.Must(externaldns.AddToScheme(Scheme))
 }
 
 // The resources skylb reads and writes.
@@ -56,6 +59,7 @@ var (
 	HTTPRoutes     = gatewayv1.SchemeGroupVersion.WithResource("httproutes")
 	GRPCRoutes     = gatewayv1.SchemeGroupVersion.WithResource("grpcroutes")
 	TLSRoutes      = gatewayv1.SchemeGroupVersion.WithResource("tlsroutes")
+	DNSEndpoints   = externaldns.GroupVersion.WithResource("dnsendpoints")
 )
 
 // groupVersions are those of Scheme that the Client has a REST client for.
@@ -65,6 +69,7 @@ var groupVersions = []schema.GroupVersion{
 	networkingv1.SchemeGroupVersion,
 	coordinationv1.SchemeGroupVersion,
 	gatewayv1.SchemeGroupVersion,
+	externaldns.GroupVersion,
 }
 
 // Interface is what skylb asks of the Kubernetes API: Client, and in unit
@@ -128,7 +133,8 @@ func restClient(cfg *rest.Config, gv schema.GroupVersion, httpClient *http.Clien
 		rc.APIPath = "/api"
 	}
 	rc.NegotiatedSerializer = Codecs.WithoutConversion()
-	if gv.Group != gatewayv1.GroupName && rc.ContentType == "" {
+	// Custom resources have no protobuf encoding.
+	if gv.Group != gatewayv1.GroupName && gv.Group != externaldns.GroupVersion.Group && rc.ContentType == "" {
 		rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 		rc.ContentType = "application/vnd.kubernetes.protobuf"
 	}

@@ -383,18 +383,18 @@ func ancestors(n dnsname.Placed) []string {
 // over CNAME targets, a name has at most one CNAME, and never one to itself or
 // a name beneath it. All records of a name get
 // the smallest TTL among its claims, since an RRset has one TTL.
-func records(stored string, claims []claim, maxAddrs int, problems map[string][]source.Problem, addresses func(*source.Publication) []netip.Addr) []skydns.Record {
-	ttl := claims[0].pub.TTL
+func records(stored string, claims []claim, maxAddrs int, problems map[string][]source.Problem, addresses func(claim) []netip.Addr) []skydns.Record {
+	ttl := claims[0].answer().TTL
 	// The addresses of one claim are its publication's, sorted and unique
 	// already; those of several are merged, each from its first claim.
-	addrs := addresses(claims[0].pub)
+	addrs := addresses(claims[0])
 	var sources map[netip.Addr]string
 	if len(claims) > 1 {
 		sources = make(map[netip.Addr]string)
 		addrs = nil
 		for _, c := range claims {
-			ttl = min(ttl, c.pub.TTL)
-			for _, a := range addresses(c.pub) {
+			ttl = min(ttl, c.answer().TTL)
+			for _, a := range addresses(c) {
 				if _, ok := sources[a]; !ok {
 					sources[a] = c.pub.Source
 					addrs = append(addrs, a)
@@ -428,10 +428,10 @@ func records(stored string, claims []claim, maxAddrs int, problems map[string][]
 			out[i] = skydns.Record{Name: stored, Host: a.String(), TTL: ttl, Source: src}
 		}
 		for _, c := range claims {
-			if len(c.pub.Targets) > 0 {
+			if targets := c.answer().Targets; len(targets) > 0 {
 				addProblem(problems, c.pub.Source, source.Problem{
 					Reason:  source.ReasonCNAMEIgnored,
-					Message: fmt.Sprintf("hostname %s has addresses, so the CNAME to %s is not published", c.name.Name, c.pub.Targets[0]),
+					Message: fmt.Sprintf("hostname %s has addresses, so the CNAME to %s is not published", c.name.Name, targets[0]),
 				})
 			}
 		}
@@ -439,7 +439,7 @@ func records(stored string, claims []claim, maxAddrs int, problems map[string][]
 	}
 	var out []skydns.Record
 	for _, c := range claims {
-		for _, t := range c.pub.Targets {
+		for _, t := range c.answer().Targets {
 			if dnsname.IsWithin(t, c.name.Name) {
 				// CoreDNS skips a CNAME to the name itself or beneath it
 				// as a loop: the name would answer nothing.
@@ -467,8 +467,11 @@ func records(stored string, claims []claim, maxAddrs int, problems map[string][]
 // defaultPorts returns the SRV ports of a publication in the default view.
 func defaultPorts(p *source.Publication) []source.Port { return p.Ports }
 
-// defaultView returns the addresses of a publication in the default view.
-func defaultView(p *source.Publication) []netip.Addr { return p.Addresses }
+// defaultView returns the addresses of a claim in the default view.
+func defaultView(c claim) []netip.Addr { return c.answer().Addresses }
+
+// answer returns what the claimed name answers in the default view.
+func (c claim) answer() source.Answer { return c.pub.AnswerOf(c.name.Name) }
 
 // viewRecords returns the records of a stored name in view v, given the
 // granted claims and its records in the default view: those records
@@ -477,7 +480,12 @@ func (x *Index) viewRecords(v, stored string, claims []claim, def []skydns.Recor
 	if !slices.ContainsFunc(claims, func(c claim) bool { _, ok := c.pub.ViewOf(v); return ok }) {
 		return def
 	}
-	recs := records(stored, claims, x.maxAddrs, nil, func(p *source.Publication) []netip.Addr { return p.ViewAddresses(v) })
+	recs := records(stored, claims, x.maxAddrs, nil, func(c claim) []netip.Addr {
+		if _, ok := c.pub.ViewOf(v); ok {
+			return c.pub.ViewAddresses(v)
+		}
+		return c.answer().Addresses
+	})
 	return appendSRV(recs, stored, claims, def, func(p *source.Publication) []source.Port { return p.ViewPorts(v) })
 }
 

@@ -88,6 +88,25 @@ func srv(name, host string, port int, ttl uint32, src string) skydns.Record {
 	return skydns.Record{Name: name, Host: host, Port: port, TTL: ttl, Source: src}
 }
 
+// answer gives a name of the publication its own answer: addresses, or a
+// CNAME target when the first is not an address.
+func answer(name string, ttl uint32, hosts ...string) pubOpt {
+	return func(p *source.Publication) {
+		if p.Answers == nil {
+			p.Answers = map[string]source.Answer{}
+		}
+		a := source.Answer{TTL: ttl}
+		for _, h := range hosts {
+			if addr, err := netip.ParseAddr(h); err == nil {
+				a.Addresses = append(a.Addresses, addr)
+			} else {
+				a.Targets = append(a.Targets, h)
+			}
+		}
+		p.Answers[name] = a
+	}
+}
+
 func ttl(s uint32) pubOpt {
 	return func(p *source.Publication) { p.TTL = s }
 }
@@ -517,6 +536,31 @@ func TestResolve(t *testing.T) {
 				"service/shop/self":  {loopProblem("self.example.com self.example.com loop")},
 				"service/shop/below": {loopProblem("below.example.com a.below.example.com loop")},
 				"ingress/shop/apex":  {loopProblem("example.com www.example.com loop")},
+			},
+		},
+		{
+			name: "each name of a DNSEndpoint answers its own addresses, target and TTL",
+			pubs: []*source.Publication{
+				pub("dnsendpoint/shop/records", 0, names("www.example.com", "api.example.com", "alias.example.com"),
+					answer("www.example.com", 60, "192.0.2.1", "2001:db8::1"), answer("api.example.com", 300, "192.0.2.9"),
+					answer("alias.example.com", 300, "lb.example.net")),
+			},
+			wantRecords: map[string][]skydns.Record{
+				"www.example.com":   {rec("www.example.com", "192.0.2.1", 60, "dnsendpoint/shop/records"), rec("www.example.com", "2001:db8::1", 60, "dnsendpoint/shop/records")},
+				"api.example.com":   {rec("api.example.com", "192.0.2.9", 300, "dnsendpoint/shop/records")},
+				"alias.example.com": {rec("alias.example.com", "lb.example.net", 300, "dnsendpoint/shop/records")},
+			},
+		},
+		{
+			name: "a DNSEndpoint's name sharing a group with a Service's: each claim answers its own",
+			pubs: []*source.Publication{
+				pub("service/shop/web", 0, names("shop.example.com"), addrs("192.0.2.10")),
+				pub("dnsendpoint/shop/records", 1, names("shop.example.com", "other.example.com"),
+					answer("shop.example.com", 30, "192.0.2.20"), answer("other.example.com", 300, "192.0.2.30")),
+			},
+			wantRecords: map[string][]skydns.Record{
+				"shop.example.com":  {rec("shop.example.com", "192.0.2.10", 30, "service/shop/web"), rec("shop.example.com", "192.0.2.20", 30, "dnsendpoint/shop/records")},
+				"other.example.com": {rec("other.example.com", "192.0.2.30", 300, "dnsendpoint/shop/records")},
 			},
 		},
 		{

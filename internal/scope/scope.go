@@ -45,8 +45,9 @@ type Scope struct {
 }
 
 // Sources are the values of --source, each with its kind of object. The
-// names of the routes are external-dns's; "gateway" publishes the Gateways'
-// own names (the hostnames of their listeners).
+// names of the routes and of DNSEndpoints ("crd") are external-dns's;
+// "gateway" publishes the Gateways' own names (the hostnames of their
+// listeners).
 var Sources = []struct{ Name, Kind string }{
 	{"service", source.KindService},
 	{"ingress", source.KindIngress},
@@ -54,6 +55,7 @@ var Sources = []struct{ Name, Kind string }{
 	{"gateway-httproute", source.KindHTTPRoute},
 	{"gateway-grpcroute", source.KindGRPCRoute},
 	{"gateway-tlsroute", source.KindTLSRoute},
+	{"crd", source.KindDNSEndpoint},
 }
 
 // GatewayKinds are the kinds of the Gateway API's objects.

@@ -30,6 +30,7 @@ func TestParseSources(t *testing.T) {
 		{name: "none is every kind", in: nil, want: nil},
 		{name: "external-dns's names", in: []string{"service", "gateway-httproute"}, want: []string{source.KindHTTPRoute, source.KindService}},
 		{name: "the Gateways themselves", in: []string{"gateway"}, want: []string{source.KindGateway}},
+		{name: "DNSEndpoints, as external-dns names them", in: []string{"crd"}, want: []string{source.KindDNSEndpoint}},
 		{name: "repeated", in: []string{"ingress", "ingress"}, want: []string{source.KindIngress}},
 		{name: "unknown", in: []string{"services"}, wantErr: true},
 		{name: "a kind is not a name", in: []string{"httproute"}, wantErr: true},

@@ -352,6 +352,11 @@ func (b *Builder) addName(p *Publication, name string, generated bool) {
 			placed.Name, placed.Zone, p.Key.Namespace)
 		return
 	}
+	p.addPlaced(placed, generated)
+}
+
+// addPlaced adds a name placed in its zone, once.
+func (p *Publication) addPlaced(placed dnsname.Placed, generated bool) {
 	for i, n := range p.Names {
 		if n.Name == placed.Name {
 			p.Names[i].Generated = n.Generated || generated
@@ -389,13 +394,18 @@ func (b *Builder) finish(p *Publication) {
 	p.Addresses = slices.Compact(p.Addresses)
 	slices.Sort(p.Targets)
 	p.Targets = slices.Compact(p.Targets)
-	if n := len(p.Names); n > b.cfg.MaxNames {
-		p.problem(ReasonTooManyNames, "%d names, more than the %d allowed: only the first %d are published", n, b.cfg.MaxNames, b.cfg.MaxNames)
-		p.Names = p.Names[:b.cfg.MaxNames]
-	}
+	b.capNames(p)
 	if n := len(p.Addresses); n > b.cfg.MaxAddresses {
 		p.problem(ReasonTooManyAddresses, "%d addresses, more than the %d allowed: only the lowest %d are published", n, b.cfg.MaxAddresses, b.cfg.MaxAddresses)
 		p.Addresses = p.Addresses[:b.cfg.MaxAddresses]
+	}
+}
+
+// capNames keeps the first MaxNames names of a publication.
+func (b *Builder) capNames(p *Publication) {
+	if n := len(p.Names); n > b.cfg.MaxNames {
+		p.problem(ReasonTooManyNames, "%d names, more than the %d allowed: only the first %d are published", n, b.cfg.MaxNames, b.cfg.MaxNames)
+		p.Names = p.Names[:b.cfg.MaxNames]
 	}
 }
 

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
 	"time"
@@ -35,6 +36,15 @@ type Publication struct {
 	Problems []Problem // what was refused while reading the object
 	// Ports are the named ports published as SRV records beneath each name.
 	Ports []Port
+	// Answers, when set, are what each name answers, by name, for an
+	// object whose names do not all answer alike (a DNSEndpoint's); its
+	// Addresses and Targets are then those of all its names together,
+	// for what is told of it (see AnswerOf).
+	Answers map[string]Answer
+	// Generation is the generation of the object read, for a kind whose
+	// status tells which generation was published (a DNSEndpoint's); 0
+	// for the others.
+	Generation int64
 	// ClusterPolicy and ClusterPriority (below) say how the clusters
 	// sharing the object's names answer them (see AnnotationClusterPolicy).
 	ClusterPolicy arbitrate.Policy
@@ -129,15 +139,35 @@ func (p *Publication) Equal(q *Publication) bool {
 	if p == nil || q == nil {
 		return p == q
 	}
-	return p.Key == q.Key && p.Source == q.Source && p.Created.Equal(q.Created) &&
+	return p.Key == q.Key && p.Source == q.Source && p.Generation == q.Generation && p.Created.Equal(q.Created) &&
 		p.TTL == q.TTL && p.UID == q.UID &&
 		slices.Equal(p.Names, q.Names) && slices.Equal(p.Addresses, q.Addresses) &&
 		slices.Equal(p.Targets, q.Targets) && slices.Equal(p.Problems, q.Problems) &&
-		slices.Equal(p.Ports, q.Ports) &&
+		slices.Equal(p.Ports, q.Ports) && maps.EqualFunc(p.Answers, q.Answers, Answer.equal) &&
 		p.Mode == q.Mode && p.WriteStatus == q.WriteStatus && StatusEqual(p.Status, q.Status) &&
 		healthEqual(p.Health, q.Health) && p.HealthPort == q.HealthPort && p.Select == q.Select && p.Unhealthy == q.Unhealthy &&
 		p.Shared == q.Shared && p.ClusterPolicy == q.ClusterPolicy && p.ClusterPriority == q.ClusterPriority &&
 		slices.EqualFunc(p.Views, q.Views, ViewAddrs.equal)
+}
+
+// Answer is what one name of a publication answers (see Publication.Answers).
+type Answer struct {
+	Addresses []netip.Addr // sorted, unique
+	Targets   []string     // CNAME targets, sorted, unique; used only without addresses
+	TTL       uint32
+}
+
+func (a Answer) equal(b Answer) bool {
+	return a.TTL == b.TTL && slices.Equal(a.Addresses, b.Addresses) && slices.Equal(a.Targets, b.Targets)
+}
+
+// AnswerOf returns what a name of the publication answers in the default
+// view: its own Answer, or the publication's addresses, targets and TTL.
+func (p *Publication) AnswerOf(name string) Answer {
+	if a, ok := p.Answers[name]; ok {
+		return a
+	}
+	return Answer{Addresses: p.Addresses, Targets: p.Targets, TTL: p.TTL}
 }
 
 // healthEqual reports whether two health checks are the same; nil is none.

@@ -188,7 +188,7 @@ func TestLint(t *testing.T) {
 		{"--set", "monitoring.enabled=true", "--set", "monitoring.labels.release=kube-prometheus-stack",
 			"--set", "settings.load-balancer-class=skylb.io/dns", "--set", "extraArgs={--log-level=debug}",
 			"--set", "nodeSelector.kubernetes\\.io/os=linux", "--set", "podAnnotations.a=b",
-			"--set", "namespaces={team-a,team-b}"},
+			"--set", "namespaces={team-a,team-b}", "--set", "dnsEndpointCRD=true"},
 	} {
 		out := run(t, root, bin, append([]string{"lint", "--strict", "manifests/chart"}, args...)...)
 		if !bytes.Contains(out, []byte("0 chart(s) failed")) {
@@ -227,6 +227,29 @@ func TestMonitoringIsTheComponent(t *testing.T) {
 		if _, ok := chart[k]; !ok {
 			t.Errorf("Got no %s with monitoring.enabled, want it", k)
 		}
+	}
+}
+
+// TestDNSEndpointCRDIsTheComponent: with dnsEndpointCRD, the render is
+// manifests/ with the component dnsendpoint/, from a copy of its CRD.
+func TestDNSEndpointCRDIsTheComponent(t *testing.T) {
+	root := stack.Root(t)
+	want, err := os.ReadFile(filepath.Join(root, "manifests", "dnsendpoint", "crd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(root, "manifests", "chart", "files", "dnsendpoint-crd.yaml"))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("manifests/chart/files/dnsendpoint-crd.yaml is not manifests/dnsendpoint/crd.yaml (%v): copy it", err)
+	}
+	dir := overlay(t, root, "components:\n- BASE/dnsendpoint\n")
+	chart := helmTemplate(t, root, "skylb", "skylb", "--set", "dnsEndpointCRD=true")
+	same(t, chart, withoutNamespace(t, kustomize(t, root, dir)))
+	if _, ok := chart["CustomResourceDefinition <nil>/dnsendpoints.externaldns.k8s.io"]; !ok {
+		t.Error("Got no DNSEndpoint CRD with dnsEndpointCRD, want it")
+	}
+	if _, ok := helmTemplate(t, root, "skylb", "skylb")["CustomResourceDefinition <nil>/dnsendpoints.externaldns.k8s.io"]; ok {
+		t.Error("Got the DNSEndpoint CRD by default, want it only with dnsEndpointCRD")
 	}
 }
 

@@ -60,7 +60,7 @@ func viewTrees() []string {
 // skylb publishes the views internal and zone-a too: every test runs with
 // them, and views_test.go asks CoreDNS from their client addresses. Their
 // CoreDNS blocks are skylb's, in the ConfigMap CoreDNS's manifests ship.
-var skylbArgs = []string{"--default-namespace=default", "--resync-interval=1m", "--log-level=debug", "--apex-namespaces=owner",
+var skylbArgs = []string{"--default-namespace=default", "--resync-interval=1m", "--log-level=debug", "--apex-namespaces=owner", "--dnsendpoint",
 	"--reverse-zone=" + reverseZones[0], "--reverse-zone=" + reverseZones[1], "--view=internal=pods", "--view-zone=zone-a=zone-a",
 	"--view-network=internal=" + insideAddr + "/32", "--view-network=zone-a=" + zoneAAddr + "/32", stack.ViewsFlag}
 

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/skylb/skylb/test/stack"
 )
 
@@ -45,8 +47,12 @@ func startStack(ctx context.Context, t *testing.T, root string) func() (*stack.S
 		defer close(done)
 		s, err = stack.Start(ctx, stack.Options{Root: root, Dir: dir, Log: lw})
 		if err == nil {
-			// The RBAC checks ask about the Gateway API's resources by name.
+			// The RBAC checks ask about the Gateway API's resources and
+			// DNSEndpoints by name.
 			err = s.InstallGatewayAPI(ctx)
+		}
+		if err == nil {
+			err = s.InstallCRDs(ctx, "manifests/dnsendpoint/crd.yaml", schema.GroupVersion{Group: "externaldns.k8s.io", Version: "v1alpha1"}, "dnsendpoints")
 		}
 	}()
 	t.Cleanup(func() {

@@ -24,7 +24,7 @@ import (
 )
 
 // Fake serves the built-in resources from its Clientset. It serves no
-// Gateway API.
+// custom resource.
 type Fake struct {
 	*fake.Clientset
 }
@@ -123,10 +123,11 @@ func (f *Fake) Patch(_ context.Context, r schema.GroupVersionResource, namespace
 	return err
 }
 
-// ServedResources implements kubeclient.Interface: the Gateway API is not
-// installed; discovery of any other group version is an error.
+// ServedResources implements kubeclient.Interface: neither the Gateway API
+// nor external-dns's DNSEndpoint is installed; discovery of any other group
+// version is an error.
 func (f *Fake) ServedResources(_ context.Context, gv schema.GroupVersion) (map[string]bool, error) {
-	if gv.Group == kubeclient.Gateways.Group {
+	if gv.Group == kubeclient.Gateways.Group || gv.Group == kubeclient.DNSEndpoints.Group {
 		return map[string]bool{}, nil
 	}
 	return nil, fmt.Errorf("kubefake: discovery of %s not implemented", gv)
