@@ -117,10 +117,12 @@ func (c *Controller) Sync(ctx context.Context, key skydns.ObjectKey) (Decision, 
 	if err != nil {
 		return Decision{}, err
 	}
-	return decision(out), nil
+	return c.decision(out), nil
 }
 
-func decision(out outcome) Decision {
+// decision returns out as a test compares it; the status of a Service is
+// what its writer would write now.
+func (c *Controller) decision(out outcome) Decision {
 	var d Decision
 	for _, w := range out.records {
 		if len(w.want.Records) == 0 {
@@ -150,8 +152,17 @@ func decision(out outcome) Decision {
 			d.Status = map[skydns.ObjectKey][]string{}
 		}
 		ingress := []string{}
-		for _, ing := range s.ingress {
-			ingress = append(ingress, ing.IP+ing.Hostname)
+		if s.key.Kind == source.KindService {
+			svc, err := c.caches.services.Services(s.key.Namespace).Get(s.key.Name)
+			if err != nil {
+				panic(fmt.Sprintf("status of %s decided, but not in the cache: %v", s.key, err))
+			}
+			c.mu.Lock()
+			pub := c.book.index.Publication(s.key.String())
+			c.mu.Unlock()
+			for _, ing := range c.serviceStatus(svc, pub).ingress {
+				ingress = append(ingress, ing.IP+ing.Hostname)
+			}
 		}
 		d.Status[s.key] = ingress
 	}

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/skylb/skylb/internal/health"
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/skydns"
@@ -56,12 +54,12 @@ type probe struct {
 	targets []health.Target
 }
 
-// status is the status an object should have: the
-// status.loadBalancer.ingress of a Service, nil clearing a status skylb
-// wrote; nothing more for a DNSEndpoint, whose writer reads its generation.
+// status is an object whose status is to be written. What it is written is
+// worked out by its kind's writer from the object and its publication as
+// they are when it writes (serviceStatus for a Service), so that a status
+// decided before a later change is never written after it.
 type status struct {
-	key     skydns.ObjectKey
-	ingress []corev1.LoadBalancerIngress
+	key skydns.ObjectKey
 }
 
 // requeue is an object to sync again after a while.

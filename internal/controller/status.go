@@ -119,30 +119,50 @@ func describeStatus(ingress []corev1.LoadBalancerIngress) string {
 // statusWorkers is the number of goroutines writing Service status.
 const statusWorkers = 2
 
-// serviceStatusOf adds to out the status of a Service when it differs from what its
-// publication wants (or is a stale status skylb wrote). The status is queued
-// for writing: status writes have a queue and workers of their own, for they
-// are API requests, throttled by the client's rate limit, and must never hold
-// up the records of other objects behind them.
+// serviceStatus is what a Service's status and skylb's finalizer on it need
+// for its publication (nil when it publishes nothing): the
+// status.loadBalancer.ingress to write, and the finalizer to add or release.
+// Both the decision (serviceStatusOf) and the status writer
+// (syncServiceStatus) ask it, with the Service and publication each has.
+type serviceStatus struct {
+	write bool
+	// ingress is what to write; nil clears a status skylb wrote.
+	ingress []corev1.LoadBalancerIngress
+	// finalizer is 1 to add skylb's finalizer, -1 to release it, 0 to
+	// leave it.
+	finalizer int8
+}
+
+func (c *Controller) serviceStatus(svc *corev1.Service, pub *source.Publication) serviceStatus {
+	var s serviceStatus
+	switch {
+	case pub != nil && pub.WriteStatus && svc.DeletionTimestamp == nil:
+		s.write, s.ingress = !source.StatusEqual(svc.Status.LoadBalancer.Ingress, pub.Status), pub.Status
+		if !hasFinalizer(svc) {
+			s.finalizer = 1
+		}
+		return s
+	case pub == nil && c.caches.builder.StaleStatus(svc):
+		s.write = true
+	}
+	if hasFinalizer(svc) && c.finalizerChange(svc, pub) && c.cfg.Scope.Object(source.KindService, svc) {
+		s.finalizer = -1
+	}
+	return s
+}
+
+// serviceStatusOf adds to out a Service whose status or finalizer differs
+// from what its publication wants (or holds a stale status skylb wrote). It
+// is queued for writing: status writes have a queue and workers of their
+// own, for they are API requests, throttled by the client's rate limit, and
+// must never hold up the records of other objects behind them.
 func (c *Controller) serviceStatusOf(out *outcome, svc *corev1.Service, pub *source.Publication) {
 	if svc == nil {
 		return
 	}
-	var want []corev1.LoadBalancerIngress
-	switch {
-	case c.finalizerChange(svc, pub):
-		if pub != nil && pub.WriteStatus {
-			want = pub.Status
-		}
-	case pub != nil && pub.WriteStatus:
-		if source.StatusEqual(svc.Status.LoadBalancer.Ingress, pub.Status) {
-			return
-		}
-		want = pub.Status
-	case pub != nil || !c.caches.builder.StaleStatus(svc):
-		return
+	if s := c.serviceStatus(svc, pub); s.write || s.finalizer != 0 {
+		out.status = append(out.status, status{key: skydns.ObjectKey{Kind: source.KindService, Namespace: svc.Namespace, Name: svc.Name}})
 	}
-	out.status = append(out.status, status{key: skydns.ObjectKey{Kind: source.KindService, Namespace: svc.Namespace, Name: svc.Name}, ingress: want})
 }
 
 // syncStatus writes the status of one object, as the writer of its kind
@@ -157,8 +177,8 @@ func (c *Controller) syncStatus(ctx context.Context, key skydns.ObjectKey) error
 	return nil
 }
 
-// syncServiceStatus writes the status of one Service as its current
-// publication wants it.
+// syncServiceStatus writes the status of one Service, and adds or releases
+// skylb's finalizer, as its current publication wants (serviceStatus).
 func (c *Controller) syncServiceStatus(ctx context.Context, key skydns.ObjectKey) error {
 	svc, err := c.caches.services.Services(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
@@ -169,27 +189,22 @@ func (c *Controller) syncServiceStatus(ctx context.Context, key skydns.ObjectKey
 	c.mu.Lock()
 	pub := c.book.index.Publication(key.String())
 	c.mu.Unlock()
-	if pub != nil && pub.WriteStatus && svc.DeletionTimestamp == nil {
-		// The status first, then the finalizer: the other order would
-		// leave the cache a version with the finalizer and the old status,
-		// which a sync in between would write again. skylb's records are
-		// its own whatever the order (a restart finds them by owner), and
-		// the finalizer is there before the Service can be deleted but for
-		// that moment.
-		if err := c.writeStatus(ctx, svc, pub.Status); err != nil {
-			return err
-		}
-		if !hasFinalizer(svc) {
-			return c.setFinalizer(ctx, svc, true)
-		}
-		return nil
-	}
-	if pub == nil && c.caches.builder.StaleStatus(svc) {
-		if err := c.writeStatus(ctx, svc, nil); err != nil {
+	s := c.serviceStatus(svc, pub)
+	// The status first, then the finalizer: the other order would leave
+	// the cache a version with the finalizer and the old status, which a
+	// sync in between would write again. skylb's records are its own
+	// whatever the order (a restart finds them by owner), and the
+	// finalizer is there before the Service can be deleted but for that
+	// moment.
+	if s.write {
+		if err := c.writeStatus(ctx, svc, s.ingress); err != nil {
 			return err
 		}
 	}
-	if hasFinalizer(svc) && c.finalizerChange(svc, pub) && c.cfg.Scope.Object(source.KindService, svc) {
+	switch s.finalizer {
+	case 1:
+		return c.setFinalizer(ctx, svc, true)
+	case -1:
 		return c.releaseFinalizer(ctx, svc, pub)
 	}
 	return nil
