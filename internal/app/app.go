@@ -33,41 +33,26 @@ import (
 	"github.com/skylb/skylb/internal/metrics"
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/registry"
-	"github.com/skylb/skylb/internal/scope"
 	"github.com/skylb/skylb/internal/skydns"
-	"github.com/skylb/skylb/internal/source"
 )
 
 // Config is everything skylb needs besides its clients.
 type Config struct {
 	Version string
-	Source  source.Config
-	// Scope narrows what is published (see package scope); its zero value
-	// is everything.
-	Scope          scope.Scope
-	Prefix         string
-	Owner          string
-	ResyncInterval time.Duration
-	EtcdTimeout    time.Duration
-	// EtcdMaxTxnOps is the most operations a transaction holds, at most
-	// etcd's --max-txn-ops; zero is etcd's default, 128.
-	EtcdMaxTxnOps  int
-	MaxDeleteRatio float64
-	// ClaimPrefix is where the clusters sharing the etcd claim their names;
-	// empty claims none.
-	ClaimPrefix string
-	// RecordExpiry, when set, makes this cluster's claims expire that long
-	// after skylb stops renewing them; the other clusters then delete the
-	// records they held.
-	RecordExpiry time.Duration
-	// FailbackHoldDown is how long a preferred cluster of a failover name,
-	// healthy again, waits before it takes the name back.
-	FailbackHoldDown time.Duration
+	// Controller and Publish are the controller's and the publisher's
+	// configurations as the command line gives them; Run adds what connects
+	// them to the other parts (the Verdicts, the guards, the metrics, the
+	// leader, the logs). Controller.Source, Controller.Scope and
+	// Controller.DryRun are skylb's as a whole, which the other parts read
+	// too.
+	Controller controller.Config
+	Publish    publish.Config
+
 	// HTTPAddress is where /healthz, /readyz and /metrics are served; empty disables them.
 	HTTPAddress string
 	// CoreDNSAddress is the DNS address (host:port) of the CoreDNS that
 	// serves skylb's zones. skylb asks it, at start and every minute,
-	// whether it answers each zone of Source.Zones and ReverseZones
+	// whether it answers each zone of the sources and the reverse zones
 	// authoritatively (package dnsprobe), and says so when one is not
 	// served: its records would be published and never answered. Empty
 	// disables the check; Once does not run it.
@@ -83,12 +68,6 @@ type Config struct {
 	// scope (see package registry); /skylb/scopes/<owner-id>/ when empty.
 	ScopePrefix string
 
-	// HealthWorkers bounds the health probes running at once.
-	HealthWorkers int
-	// NoEndpointsGrace is how long a new Service may wait for its first
-	// endpoints before it is warned about (see controller.Config).
-	NoEndpointsGrace time.Duration
-
 	// EventQPS is the rate at which the API client sends Events
 	// (--event-qps); Events beyond what its queue holds at that rate are
 	// dropped and counted (see eventGate). 0 is DefaultEventQPS.
@@ -102,25 +81,10 @@ type Config struct {
 	// DefaultStartGCPercent is the usual value.
 	StartGCPercent int
 
-	// Zone configures the records skylb keeps for the zones themselves (their
-	// nameservers and the apex guard); nil keeps none.
-	Zone *controller.ZoneConfig
-	// ReverseZones are where the published addresses get PTR records.
-	ReverseZones []dnsname.ReverseZone
-
 	// ViewBlocks, when set, has skylb keep the views' CoreDNS server blocks
 	// in a ConfigMap.
 	ViewBlocks *ViewBlocks
 
-	// GatewayAPI publishes Gateways and routes, and DNSEndpoint
-	// external-dns's DNSEndpoints, once their CRDs are served; discovery
-	// is asked again every GatewayPoll.
-	GatewayAPI  bool
-	DNSEndpoint bool
-	GatewayPoll time.Duration
-
-	// DryRun computes and logs every change and writes nothing.
-	DryRun bool
 	// Once syncs everything once, writes Summary and returns.
 	Once        bool
 	OnceTimeout time.Duration
@@ -172,7 +136,7 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 	served := zoneChecker(cfg, clients.Kube, recorder)
 	ccfg := controllerConfig(cfg, clients, m, elector, verdicts)
 	// The views' blocks follow the nodes, which the controller watches.
-	keepBlocks := cfg.ViewBlocks != nil && !cfg.DryRun && !cfg.Once
+	keepBlocks := cfg.ViewBlocks != nil && !cfg.Controller.DryRun && !cfg.Once
 	nodesChanged := make(chan struct{}, 1)
 	if keepBlocks {
 		ccfg.NodesChanged = nodesChanged
@@ -255,22 +219,12 @@ func Run(ctx context.Context, cfg Config, clients Clients, etcd *clientv3.Client
 // the registry of the scopes sharing its owner id, which guards its writes
 // (with the elector's fence when there is one).
 func newPublisher(cfg Config, etcd *clientv3.Client, m *metrics.Metrics, elector *leader.Elector, verdicts *publish.Verdicts) (*publish.Group, *registry.Registry) {
-	pubCfg := publish.Config{
-		Prefix:             cfg.Prefix,
-		Owner:              cfg.Owner,
-		Timeout:            cfg.EtcdTimeout,
-		MaxTxnOps:          cfg.EtcdMaxTxnOps,
-		MaxDeleteRatio:     cfg.MaxDeleteRatio,
-		DryRun:             cfg.DryRun,
-		ObservePropagation: func(d time.Duration) { m.Propagation.Observe(d.Seconds()) },
-		ClaimPrefix:        cfg.ClaimPrefix,
-		Verdicts:           verdicts,
-		RecordExpiry:       cfg.RecordExpiry,
-		FailbackHoldDown:   cfg.FailbackHoldDown,
-		Log:                cfg.Log.WithField("component", "publisher"),
-	}
-	if !cfg.Scope.All() {
-		pubCfg.Owns = cfg.Scope.Owns
+	pubCfg := cfg.Publish
+	pubCfg.ObservePropagation = func(d time.Duration) { m.Propagation.Observe(d.Seconds()) }
+	pubCfg.Verdicts = verdicts
+	pubCfg.Log = cfg.Log.WithField("component", "publisher")
+	if sc := cfg.Controller.Scope; !sc.All() {
+		pubCfg.Owns = sc.Owns
 	}
 	// A dry run writes nothing, so it neither registers its scope nor
 	// waits for another's.
@@ -280,11 +234,11 @@ func newPublisher(cfg Config, etcd *clientv3.Client, m *metrics.Metrics, elector
 	)
 	scopePrefix := cfg.ScopePrefix
 	if scopePrefix == "" {
-		scopePrefix = "/skylb/scopes/" + cfg.Owner + "/"
+		scopePrefix = "/skylb/scopes/" + cfg.Publish.Owner + "/"
 	}
-	if !cfg.DryRun {
+	if !cfg.Controller.DryRun {
 		reg = registry.New(etcd, registry.Config{
-			Prefix: scopePrefix, Scope: cfg.Scope.String(), Identity: cfg.Identity, Timeout: cfg.EtcdTimeout,
+			Prefix: scopePrefix, Scope: cfg.Controller.Scope.String(), Identity: cfg.Identity, Timeout: cfg.Publish.Timeout,
 			Log: cfg.Log.WithField("component", "registry"),
 		})
 		guards = append(guards, reg)
@@ -296,8 +250,8 @@ func newPublisher(cfg Config, etcd *clientv3.Client, m *metrics.Metrics, elector
 	if len(guards) > 0 {
 		pubCfg.Guard = guards
 	}
-	views := make([]string, len(cfg.Source.Views))
-	for i, v := range cfg.Source.Views {
+	views := make([]string, len(cfg.Controller.Source.Views))
+	for i, v := range cfg.Controller.Source.Views {
 		views[i] = v.Name
 	}
 	return publish.NewGroup(etcd, pubCfg, views...), reg
@@ -305,27 +259,18 @@ func newPublisher(cfg Config, etcd *clientv3.Client, m *metrics.Metrics, elector
 
 // controllerConfig returns the controller's configuration from cfg.
 func controllerConfig(cfg Config, clients Clients, m *metrics.Metrics, elector *leader.Elector, verdicts *publish.Verdicts) controller.Config {
-	c := controller.Config{
-		Source:           cfg.Source,
-		Verdicts:         verdicts,
-		Scope:            cfg.Scope,
-		ResyncInterval:   cfg.ResyncInterval,
-		DryRun:           cfg.DryRun,
-		ObserveReconcile: func(d time.Duration) { m.ReconcileDuration.Observe(d.Seconds()) },
-		HealthWorkers:    cfg.HealthWorkers,
-		NoEndpointsGrace: cfg.NoEndpointsGrace,
-		ObserveProbe: func(r health.Result) {
-			m.ProbeDuration.Observe(r.Duration.Seconds())
-			if r.Err != nil {
-				m.ProbeErrors.WithLabelValues(probeErrorReason(r.Err)).Inc()
-			}
-		},
-		Zone:         cfg.Zone,
-		ReverseZones: cfg.ReverseZones,
-		Log:          cfg.Log.WithField("component", "controller"),
+	c := cfg.Controller
+	c.Verdicts = verdicts
+	c.ObserveReconcile = func(d time.Duration) { m.ReconcileDuration.Observe(d.Seconds()) }
+	c.ObserveProbe = func(r health.Result) {
+		m.ProbeDuration.Observe(r.Duration.Seconds())
+		if r.Err != nil {
+			m.ProbeErrors.WithLabelValues(probeErrorReason(r.Err)).Inc()
+		}
 	}
-	if cfg.GatewayAPI || cfg.DNSEndpoint {
-		c.GatewayAPI, c.DNSEndpoint, c.GatewayPoll, c.CRDs = cfg.GatewayAPI, cfg.DNSEndpoint, cfg.GatewayPoll, clients.Metadata
+	c.Log = cfg.Log.WithField("component", "controller")
+	if c.GatewayAPI || c.DNSEndpoint {
+		c.CRDs = clients.Metadata
 	}
 	if elector != nil {
 		c.Leading = elector.Leading
@@ -465,7 +410,7 @@ func once(ctx context.Context, cfg Config, pub *publish.Group, ctrl *controller.
 		select {
 		case <-reg.Checked():
 		case <-ctx.Done():
-			return fmt.Errorf("once: the scopes of owner id %s could not be read (is etcd reachable?): %w", cfg.Owner, ctx.Err())
+			return fmt.Errorf("once: the scopes of owner id %s could not be read (is etcd reachable?): %w", cfg.Publish.Owner, ctx.Err())
 		}
 		if err := reg.Conflict(); err != nil {
 			return fmt.Errorf("once: nothing written: %w; each scope needs its own --owner-id", err)
@@ -475,7 +420,7 @@ func once(ctx context.Context, cfg Config, pub *publish.Group, ctrl *controller.
 		return fmt.Errorf("once: records not published within %v (is etcd reachable?): %w", timeout, err)
 	}
 	verb := "written"
-	if cfg.DryRun {
+	if cfg.Controller.DryRun {
 		verb = "to write (dry run)"
 	}
 	// The default view's, then each view's, prefixed with its name.
@@ -530,7 +475,7 @@ func (l guardList) Compares() ([]clientv3.Cmp, error) {
 
 // register exposes the components' counters as metrics.
 func register(m *metrics.Metrics, cfg Config, pub *publish.Group, ctrl *controller.Controller, el *leader.Elector, reg *registry.Registry, events *eventGate, served *dnsprobe.Checker) {
-	zones := dnsname.WithReverse(cfg.Source.Zones, cfg.ReverseZones)
+	zones := dnsname.WithReverse(cfg.Controller.Source.Zones, cfg.Controller.ReverseZones)
 	zoneOf := func(stored string) string {
 		best := ""
 		for _, z := range zones {

@@ -22,10 +22,12 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/etcdtest"
 	"github.com/skylb/skylb/internal/kubeclient/kubefake"
 	"github.com/skylb/skylb/internal/leader"
+	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/registry"
 	"github.com/skylb/skylb/internal/scope"
 	"github.com/skylb/skylb/internal/source"
@@ -42,13 +44,13 @@ func testConfig(t *testing.T) Config {
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	return Config{
-		Version:       "test",
-		Source:        source.Config{Zones: zones, TTL: 30, AddressSource: source.ModeStatus},
-		Prefix:        "/skydns",
-		Owner:         "cluster1",
-		EtcdTimeout:   5 * time.Second,
-		HealthWorkers: 2,
-		Log:           log,
+		Version: "test",
+		Controller: controller.Config{
+			Source:        source.Config{Zones: zones, TTL: 30, AddressSource: source.ModeStatus},
+			HealthWorkers: 2,
+		},
+		Publish: publish.Config{Prefix: "/skydns", Owner: "cluster1", Timeout: 5 * time.Second},
+		Log:     log,
 	}
 }
 
@@ -122,7 +124,7 @@ func TestRunOnceRefusesAnotherScope(t *testing.T) {
 	}
 	for _, sc := range []scope.Scope{{}, {Namespaces: []string{"shop"}}} {
 		cfg := testConfig(t)
-		cfg.Scope = sc
+		cfg.Controller.Scope = sc
 		cfg.Once, cfg.OnceTimeout, cfg.Summary = true, 30*time.Second, io.Discard
 		start := time.Now()
 		err := Run(ctx, cfg, Clients{Kube: kubefake.New(webService())}, etcd)
@@ -196,7 +198,7 @@ func TestRunStopsWhenCtxEnds(t *testing.T) {
 	srv := etcdtest.Start(t)
 	etcd := srv.NewClient(t)
 	cfg := replicaConfig(t)
-	cfg.ResyncInterval = time.Minute
+	cfg.Controller.ResyncInterval = time.Minute
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)

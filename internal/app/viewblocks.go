@@ -63,7 +63,7 @@ type blockKeeper struct {
 // reading the nodes from nodes and told of their changes by changed.
 func newBlockKeeper(cfg Config, kube kubeclient.Interface, nodes func() []*corev1.Node, changed <-chan struct{}) *blockKeeper {
 	return &blockKeeper{
-		cfg: *cfg.ViewBlocks, prefix: cfg.Prefix, zones: cfg.Source.Zones, views: cfg.Source.Views, kube: kube,
+		cfg: *cfg.ViewBlocks, prefix: cfg.Publish.Prefix, zones: cfg.Controller.Source.Zones, views: cfg.Controller.Source.Views, kube: kube,
 		coredns: serviceOf(cfg.CoreDNSAddress), nodes: nodes, changed: changed,
 		log: cfg.Log.WithField("component", "view-blocks"),
 	}

@@ -30,7 +30,7 @@ func zoneChecker(cfg Config, kube kubeclient.Interface, recorder record.EventRec
 	r := newZoneReporter(cfg, kube, recorder)
 	return dnsprobe.New(dnsprobe.Config{
 		Address: cfg.CoreDNSAddress,
-		Zones:   dnsname.WithReverse(cfg.Source.Zones, cfg.ReverseZones),
+		Zones:   dnsname.WithReverse(cfg.Controller.Source.Zones, cfg.Controller.ReverseZones),
 		Report:  r.report,
 		Log:     r.log,
 	})
@@ -43,7 +43,7 @@ func newZoneReporter(cfg Config, kube kubeclient.Interface, recorder record.Even
 		reverse: map[string]bool{},
 		log:     cfg.Log.WithField("component", "zones"),
 	}
-	for _, z := range cfg.ReverseZones {
+	for _, z := range cfg.Controller.ReverseZones {
 		r.reverse[z.Name] = true
 	}
 	// The Events go on skylb's leader-election Lease, the object that
@@ -51,7 +51,7 @@ func newZoneReporter(cfg Config, kube kubeclient.Interface, recorder record.Even
 	// none, and the log line and skylb_zone_served tell alone; a dry run
 	// sends no Events either. Every replica sends them: each asks CoreDNS
 	// itself, and a mismatch is found at start, before any replica leads.
-	if cfg.LeaderElect && !cfg.DryRun {
+	if cfg.LeaderElect && !cfg.Controller.DryRun {
 		r.recorder, r.kube = recorder, kube
 		r.lease = &corev1.ObjectReference{Kind: "Lease", APIVersion: coordinationv1.SchemeGroupVersion.String(),
 			Namespace: cfg.Leader.Namespace, Name: cfg.Leader.Name}

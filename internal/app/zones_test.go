@@ -124,8 +124,8 @@ func TestZoneReporter(t *testing.T) {
 			cfg := testConfig(t)
 			log, hook := logtest.NewNullLogger()
 			cfg.Log = log
-			cfg.CoreDNSAddress, cfg.DryRun = addr, tt.dryRun
-			cfg.ReverseZones = []dnsname.ReverseZone{{Name: "2.0.192.in-addr.arpa"}}
+			cfg.CoreDNSAddress, cfg.Controller.DryRun = addr, tt.dryRun
+			cfg.Controller.ReverseZones = []dnsname.ReverseZone{{Name: "2.0.192.in-addr.arpa"}}
 			if tt.leader {
 				cfg.LeaderElect = true
 				cfg.Leader.Namespace, cfg.Leader.Name = "skylb", "skylb"
@@ -211,7 +211,7 @@ func TestRunChecksZones(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Source.Zones = zones
+	cfg.Controller.Source.Zones = zones
 	cfg.CoreDNSAddress = soaServer(t, "example.org")
 	log, hook := logtest.NewNullLogger()
 	log.SetLevel(logrus.DebugLevel)

@@ -112,7 +112,7 @@ func serve(o *options, stdout, stderr io.Writer) int {
 	}
 	defer etcd.Close()
 
-	log.WithFields(logrus.Fields{"version": cfg.Version, "zones": cfg.Source.Zones, "owner": cfg.Owner, "etcd": etcdCfg.Endpoints}).Info("skylb starting")
+	log.WithFields(logrus.Fields{"version": cfg.Version, "zones": cfg.Controller.Source.Zones, "owner": cfg.Publish.Owner, "etcd": etcdCfg.Endpoints}).Info("skylb starting")
 	clients.APIServerErr = waiter.Err
 	if err := app.Run(ctx, cfg, clients, etcd); err != nil {
 		log.WithError(err).Error("skylb stopped")

@@ -247,7 +247,7 @@ func TestScopeConfig(t *testing.T) {
 			if !ok {
 				return
 			}
-			if got := cfg.Scope.String(); got != tt.want {
+			if got := cfg.Controller.Scope.String(); got != tt.want {
 				t.Errorf("config().Scope = %q, want %q", got, tt.want)
 			}
 		})
@@ -286,11 +286,11 @@ func TestConfigErrorsNameTheFlag(t *testing.T) {
 	if err != nil {
 		t.Fatalf("config() = %v", err)
 	}
-	if len(cfg.ReverseZones) != 2 || cfg.ReverseZones[0].Name != "2.0.192.in-addr.arpa" || cfg.ReverseZones[1].Name != "8.b.d.0.1.0.0.2.ip6.arpa" {
-		t.Errorf("ReverseZones = %+v, want 2.0.192.in-addr.arpa and 8.b.d.0.1.0.0.2.ip6.arpa", cfg.ReverseZones)
+	if len(cfg.Controller.ReverseZones) != 2 || cfg.Controller.ReverseZones[0].Name != "2.0.192.in-addr.arpa" || cfg.Controller.ReverseZones[1].Name != "8.b.d.0.1.0.0.2.ip6.arpa" {
+		t.Errorf("ReverseZones = %+v, want 2.0.192.in-addr.arpa and 8.b.d.0.1.0.0.2.ip6.arpa", cfg.Controller.ReverseZones)
 	}
-	if cfg.Source.ExternalNames != "all" {
-		t.Errorf("Source.ExternalNames = %q, want all", cfg.Source.ExternalNames)
+	if cfg.Controller.Source.ExternalNames != "all" {
+		t.Errorf("Source.ExternalNames = %q, want all", cfg.Controller.Source.ExternalNames)
 	}
 }
 
@@ -305,8 +305,8 @@ func TestViewBlocksConfig(t *testing.T) {
 		t.Fatalf("config() = %v", err)
 	}
 	want := []source.View{{Name: "internal", Source: source.ModeClusterIP, Zone: "europe-b"}, {Name: "zone-a", Source: source.ModeNodes, Zone: "europe-a"}}
-	if !slices.Equal(cfg.Source.Views, want) {
-		t.Errorf("views %+v, want %+v", cfg.Source.Views, want)
+	if !slices.Equal(cfg.Controller.Source.Views, want) {
+		t.Errorf("views %+v, want %+v", cfg.Controller.Source.Views, want)
 	}
 	b := cfg.ViewBlocks
 	if b == nil || b.Namespace != "skylb-coredns" || b.Name != "coredns-views" || len(b.Networks) != 1 ||
@@ -352,11 +352,11 @@ func TestReverseZonesAndExternalNamesFromEnv(t *testing.T) {
 		t.Fatalf("config() = %v", err)
 	}
 	var names []string
-	for _, z := range cfg.ReverseZones {
+	for _, z := range cfg.Controller.ReverseZones {
 		names = append(names, z.Name)
 	}
-	if want := []string{"2.0.192.in-addr.arpa", "8.b.d.0.1.0.0.2.ip6.arpa"}; !slices.Equal(names, want) || cfg.Source.ExternalNames != "none" {
-		t.Errorf("from the environment: reverse zones %q, ExternalName Services %q; want %q and none", names, cfg.Source.ExternalNames, want)
+	if want := []string{"2.0.192.in-addr.arpa", "8.b.d.0.1.0.0.2.ip6.arpa"}; !slices.Equal(names, want) || cfg.Controller.Source.ExternalNames != "none" {
+		t.Errorf("from the environment: reverse zones %q, ExternalName Services %q; want %q and none", names, cfg.Controller.Source.ExternalNames, want)
 	}
 }
 
@@ -402,8 +402,8 @@ func TestEtcdMaxTxnOps(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, cfg, ok := runConfig(t, tt.args, tt.env, tt.wantErr)
-			if ok && cfg.EtcdMaxTxnOps != tt.want {
-				t.Errorf("EtcdMaxTxnOps = %d, want %d", cfg.EtcdMaxTxnOps, tt.want)
+			if ok && cfg.Publish.MaxTxnOps != tt.want {
+				t.Errorf("EtcdMaxTxnOps = %d, want %d", cfg.Publish.MaxTxnOps, tt.want)
 			}
 		})
 	}

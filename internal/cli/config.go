@@ -24,6 +24,7 @@ import (
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/kubeclient"
 	"github.com/skylb/skylb/internal/leader"
+	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/scope"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
@@ -91,36 +92,41 @@ func (o *options) config() (app.Config, error) {
 		return app.Config{}, err
 	}
 	return app.Config{
-		Source:           src,
-		Scope:            sc,
-		MaxDeleteRatio:   o.maxDeleteRatio,
-		ClaimPrefix:      claims,
-		RecordExpiry:     o.recordExpiry,
-		FailbackHoldDown: o.failbackHoldDown,
-		Version:          currentVersion().Version,
-		LeaderElect:      o.leaderElect,
-		Leader:           lead,
-		Identity:         host,
-		DryRun:           o.dryRun,
-		HealthWorkers:    o.healthWorkers,
-		NoEndpointsGrace: o.noEndpointsGrace,
-		EventQPS:         o.events.QPS,
-		StartGCPercent:   startGCPercent(o.env),
-		Zone:             zoneCfg,
-		ViewBlocks:       blocks,
-		ReverseZones:     reverse,
-		Once:             o.once,
-		Prefix:           strings.TrimRight(o.prefix, "/"),
-		Owner:            o.owner,
-		ResyncInterval:   o.resync,
-		EtcdTimeout:      5 * time.Second,
-		EtcdMaxTxnOps:    o.etcdMaxTxnOps,
-		HTTPAddress:      o.httpAddress,
-		CoreDNSAddress:   o.corednsAddress,
-		GatewayAPI:       o.gatewayAPI,
-		DNSEndpoint:      o.dnsEndpoint,
-		GatewayPoll:      o.gatewayPoll,
-		Log:              log,
+		Version: currentVersion().Version,
+		Controller: controller.Config{
+			Source:           src,
+			Scope:            sc,
+			ResyncInterval:   o.resync,
+			DryRun:           o.dryRun,
+			HealthWorkers:    o.healthWorkers,
+			NoEndpointsGrace: o.noEndpointsGrace,
+			Zone:             zoneCfg,
+			ReverseZones:     reverse,
+			GatewayAPI:       o.gatewayAPI,
+			DNSEndpoint:      o.dnsEndpoint,
+			GatewayPoll:      o.gatewayPoll,
+		},
+		Publish: publish.Config{
+			Prefix:           strings.TrimRight(o.prefix, "/"),
+			Owner:            o.owner,
+			Timeout:          5 * time.Second,
+			MaxTxnOps:        o.etcdMaxTxnOps,
+			MaxDeleteRatio:   o.maxDeleteRatio,
+			DryRun:           o.dryRun,
+			ClaimPrefix:      claims,
+			RecordExpiry:     o.recordExpiry,
+			FailbackHoldDown: o.failbackHoldDown,
+		},
+		LeaderElect:    o.leaderElect,
+		Leader:         lead,
+		Identity:       host,
+		EventQPS:       o.events.QPS,
+		StartGCPercent: startGCPercent(o.env),
+		ViewBlocks:     blocks,
+		Once:           o.once,
+		HTTPAddress:    o.httpAddress,
+		CoreDNSAddress: o.corednsAddress,
+		Log:            log,
 	}, nil
 }
 

@@ -20,9 +20,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/skylb/skylb/internal/app"
+	"github.com/skylb/skylb/internal/controller"
 	"github.com/skylb/skylb/internal/dnsname"
 	"github.com/skylb/skylb/internal/etcdclient"
 	"github.com/skylb/skylb/internal/kubeclient"
+	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/skydns"
 	"github.com/skylb/skylb/internal/source"
 	"github.com/skylb/skylb/test/stack"
@@ -113,18 +115,20 @@ func TestProfileColdStart(t *testing.T) {
 	zones, _ := dnsname.ParseZones([]string{"example.org"})
 	cfg := app.Config{
 		Version: "profile",
-		Source: source.Config{
-			Zones: zones, TTL: 30, AddressSource: source.ModeAuto,
-			Filter:   source.Filter{Denied: source.DefaultDeniedCIDRs},
-			MaxNames: source.DefaultMaxNames, MaxAddresses: source.DefaultMaxAddresses, SRV: true,
-			Views: views,
+		Controller: controller.Config{
+			Source: source.Config{
+				Zones: zones, TTL: 30, AddressSource: source.ModeAuto,
+				Filter:   source.Filter{Denied: source.DefaultDeniedCIDRs},
+				MaxNames: source.DefaultMaxNames, MaxAddresses: source.DefaultMaxAddresses, SRV: true,
+				Views: views,
+			},
+			ResyncInterval: 5 * time.Minute, HealthWorkers: 32,
 		},
-		Prefix: "/skydns", Owner: "default", ClaimPrefix: "/skylb/claims",
-		ResyncInterval: 5 * time.Minute, EtcdTimeout: 5 * time.Second,
-		HealthWorkers: 32, StartGCPercent: app.DefaultStartGCPercent, Log: log,
+		Publish:        publish.Config{Prefix: "/skydns", Owner: "default", ClaimPrefix: "/skylb/claims", Timeout: 5 * time.Second},
+		StartGCPercent: app.DefaultStartGCPercent, Log: log,
 	}
 	if n := os.Getenv("SKYLB_PROFILE_MAX_TXN_OPS"); n != "" {
-		if cfg.EtcdMaxTxnOps, err = strconv.Atoi(n); err != nil {
+		if cfg.Publish.MaxTxnOps, err = strconv.Atoi(n); err != nil {
 			t.Fatalf("SKYLB_PROFILE_MAX_TXN_OPS: %v", err)
 		}
 	}
