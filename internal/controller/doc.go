@@ -1,7 +1,7 @@
 // Package controller watches the objects that publish names (Services,
-// Ingresses, and the Gateway API's Gateways and routes once their CRDs are
-// served: one entry each in kindsOf) and keeps the publisher's desired
-// records equal to what they ask for.
+// Ingresses, and the Gateway API's Gateways and routes and external-dns's
+// DNSEndpoints once their CRDs are served: one entry each in kindsOf) and
+// keeps the publisher's desired records equal to what they ask for.
 //
 // Informer event handlers only enqueue object keys (skydns.ObjectKey). A
 // worker syncs a key: sync computes the object's publication from the

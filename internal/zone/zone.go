@@ -1,5 +1,5 @@
 // Package zone computes the records skylb keeps for each zone itself, besides
-// those of Services and Ingresses, so that a parent zone can delegate to the
+// those of the objects it publishes, so that a parent zone can delegate to the
 // zone and resolvers get sound answers at its apex.
 //
 // CoreDNS's etcd plugin answers an NS query at the apex only from the keys
