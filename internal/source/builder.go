@@ -160,7 +160,7 @@ func (b *Builder) Service(svc *corev1.Service) *Publication {
 		if implemented && p.Mode == ModeNodes {
 			if o, key := b.portHolder(svc); o != nil {
 				p.problem(ReasonPortConflict, "port %s is served at the nodes' addresses for Service %s/%s, created before this one: "+
-					"kube-proxy would send this Service's traffic there, so it gets no node addresses and no records; "+
+					"kube-proxy would send this Service's traffic there, so it gets no node addresses (no records, but in views of its pods); "+
 					"give it another port, the pods address source (%s: pods), or an address of another implementation",
 					key, o.Namespace, o.Name, AnnotationAddressSource)
 				p.PortConflict = true
