@@ -5,11 +5,14 @@ package e2e
 
 import (
 	"context"
+	"debug/buildinfo"
 	"flag"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -26,8 +29,9 @@ import (
 )
 
 var (
-	keep = flag.Bool("keep", false, "leave the stack's directory (logs) behind")
-	st   *stack.Stack
+	keep      = flag.Bool("keep", false, "leave the stack's directory (logs) behind")
+	skylbRace = flag.Bool("skylb-race", false, "build skylb with the race detector (go build -race) and fail when any skylb reports a data race")
+	st        *stack.Stack
 )
 
 // Nodes of the test cluster. Their addresses are documentation addresses, used
@@ -69,7 +73,7 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
-func run(m *testing.M) int {
+func run(m *testing.M) (code int) {
 	root, err := stack.FindRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
@@ -77,6 +81,9 @@ func run(m *testing.M) int {
 	}
 	if _, err := os.Stat(filepath.Join(root, "bin", "kube-apiserver")); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: skipped: the real binaries are missing; run scripts/build-bins.sh")
+		if *skylbRace {
+			return 1 // asked for, the race run does not pass without running
+		}
 		return 0
 	}
 	dir, err := os.MkdirTemp("", "skylb-e2e-")
@@ -87,14 +94,31 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	st, err = stack.Start(ctx, stack.Options{Root: root, Dir: dir, Zone: "example.org", ReverseZones: reverseZones, Log: os.Stderr})
+	opts := stack.Options{Root: root, Dir: dir, Zone: "example.org", ReverseZones: reverseZones, Log: os.Stderr}
+	if *skylbRace {
+		opts.SkylbBuildFlags = []string{"-race"}
+		// Every skylb of the suite, started by the stack or by a test,
+		// writes its reports to stderr (the stack's logs, which are read
+		// at the end), keeps running after a race so that the suite goes on
+		// and finds the others, and exits 66 when it found one: whatever
+		// GORACE the caller set.
+		os.Setenv("GORACE", "halt_on_error=0 exitcode=66")
+	}
+	st, err = stack.Start(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start stack:", err)
 		return 1
 	}
 	defer func() {
 		st.Stop()
-		if !*keep {
+		keepDir := *keep
+		if *skylbRace {
+			if err := checkDataRaces(); err != nil {
+				fmt.Fprintln(os.Stderr, "e2e: FAIL:", err)
+				code, keepDir = 1, true
+			}
+		}
+		if !keepDir {
 			os.RemoveAll(dir)
 		} else {
 			fmt.Fprintln(os.Stderr, "e2e: logs kept in", dir)
@@ -136,8 +160,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	gatewayInstalled = time.Now()
+	if *skylbRace && !builtRace(st.SkylbBinary()) {
+		fmt.Fprintln(os.Stderr, "e2e: -skylb-race: skylb is not built with the race detector:", st.SkylbBinary())
+		return 1
+	}
 	fmt.Fprintf(os.Stderr, "e2e: stack up in %v\n", time.Since(start).Round(time.Millisecond))
-	code := m.Run()
+	code = m.Run()
 	if code != 0 {
 		for _, name := range []string{"skylb", "coredns", "etcd"} {
 			if p := st.Proc(name); p != nil {
@@ -146,6 +174,34 @@ func run(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// checkDataRaces prints the race detector's reports in the logs of the
+// stopped stack, each with its log file, and fails when there is one.
+func checkDataRaces() error {
+	races, err := st.DataRaces()
+	if err != nil {
+		return fmt.Errorf("-skylb-race: read the logs: %w", err)
+	}
+	logs := map[string]bool{}
+	for _, r := range races {
+		fmt.Fprintf(os.Stderr, "e2e: a data race in %s:\n%s\n", r.Log, r.Report)
+		logs[r.Log] = true
+	}
+	if len(races) > 0 {
+		return fmt.Errorf("skylb built -race reported %d data race(s), in %s", len(races), strings.Join(slices.Sorted(maps.Keys(logs)), ", "))
+	}
+	fmt.Fprintln(os.Stderr, "e2e: skylb built -race reported no data race")
+	return nil
+}
+
+// builtRace reports whether the binary at path was built with -race.
+func builtRace(path string) bool {
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	return slices.Contains(info.Settings, debug.BuildSetting{Key: "-race", Value: "true"})
 }
 
 func nodeNames() []string {
