@@ -463,7 +463,7 @@ func TestGolden(t *testing.T) {
 }
 
 // allowedKeys are the JSON fields skylb writes; CoreDNS must see no other field of
-// its msg.Service (text, mail, group, targetstrip, ...).
+// its msg.Service (mail, group, targetstrip, priority, ...).
 var allowedKeys = []string{"host", "owner", "port", "source", "text", "ttl"}
 
 func FuzzKeyRoundTrip(f *testing.F) {
