@@ -139,7 +139,7 @@ func flags(o *options) *pflag.FlagSet {
 	fs.StringSliceVar(&o.deniedCIDRs, "denied-cidrs", denied, "addresses never published; setting it replaces the default")
 	fs.StringSliceVar(&o.allowedCIDRs, "allowed-cidrs", nil, "when set, only addresses in these CIDRs are published")
 	fs.IntVar(&o.maxNames, "max-names-per-object", source.DefaultMaxNames, "names one object may publish")
-	fs.IntVar(&o.maxAddresses, "max-addresses-per-name", source.DefaultMaxAddresses, "addresses one name may have")
+	fs.IntVar(&o.maxAddresses, "max-addresses-per-name", source.DefaultMaxAddresses, "addresses and TXT records one name may have")
 	fs.Float64Var(&o.maxDeleteRatio, "max-delete-ratio", 0.5, "largest share of skylb's records a full reconciliation may delete at once (1 allows all)")
 	fs.StringVar(&o.httpAddress, "http-address", ":8080", "address of the HTTP endpoints /healthz, /readyz and /metrics; empty disables them")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "run leader election: of several replicas only the leader writes, fenced in etcd")

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -138,11 +139,12 @@ type Entry struct {
 	// one, and for a claim, which holds the name in every view.
 	View string `json:"view,omitempty"`
 	// Type is the type CoreDNS serves the record as: A, AAAA, CNAME, SRV, PTR,
-	// or none for the apex guard, which answers with no data; "-" for a claim
-	// without a record, "?" for a value that does not decode.
+	// TXT, or none for the apex guard, which answers with no data; "-" for a
+	// claim without a record, "?" for a value that does not decode.
 	Type string `json:"type"`
 	Host string `json:"host"`
 	Port int    `json:"port"`
+	Text string `json:"text,omitempty"` // a TXT record's
 	TTL  uint32 `json:"ttl"`
 	// Owner is the owner id of the record or claim, empty for a record that
 	// is not skylb's; Foreign is set when it is not the reader's.
@@ -258,8 +260,8 @@ func (inv *Inventory) Report(self string) Report {
 	for _, r := range inv.Records {
 		l := Entry{Name: skydns.Queried(r.Name), View: r.View, Type: "?", Claim: "-", ExpiresIn: expiresIn(r.Lease)}
 		if r.Valid {
-			rec := skydns.Record{Name: r.Name, Host: r.Value.Host, Port: r.Value.Port}
-			l.Type, l.Host, l.Port, l.TTL = string(rec.Type()), rec.Host, rec.Port, r.Value.TTL
+			rec := r.Value.Record(r.Name)
+			l.Type, l.Host, l.Port, l.Text, l.TTL = string(rec.Type()), rec.Host, rec.Port, rec.Text, rec.TTL
 			// An SRV record is held by the claim of the name it points to;
 			// earlier versions claimed each SRV name on its own.
 			claimed := r.Name
@@ -280,7 +282,7 @@ func (inv *Inventory) Report(self string) Report {
 		}
 	}
 	slices.SortStableFunc(lines, func(a, b Entry) int {
-		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.View, b.View), strings.Compare(a.Owner, b.Owner), strings.Compare(a.Host, b.Host), cmp.Compare(a.Port, b.Port))
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.View, b.View), strings.Compare(a.Owner, b.Owner), strings.Compare(a.Host, b.Host), cmp.Compare(a.Port, b.Port), strings.Compare(a.Text, b.Text))
 	})
 	return Report{Records: lines, Shared: inv.shared(self), ClaimPrefix: inv.ClaimPrefix, ClaimsDenied: inv.ClaimsDenied, Views: inv.Views}
 }
@@ -339,6 +341,9 @@ func (r Report) Write(w io.Writer) error {
 		}
 		if e.Port != 0 {
 			host = fmt.Sprintf("%s:%d", e.Host, e.Port)
+		}
+		if e.Type == string(skydns.TXT) {
+			host = strconv.Quote(e.Text)
 		}
 		switch {
 		case owner == "":

@@ -56,6 +56,8 @@ func TestReadAndWrite(t *testing.T) {
 	put("/skylb/claims/1.2.0.192.in-addr.arpa/east", `{"owner":"east"}`)
 	cname := skydns.Record{Name: "db.example.org", Host: "db.example.net", TTL: 30}
 	put(skydns.Key("/skydns", "east", cname), string(skydns.Encode("east", cname)))
+	txt := skydns.Record{Name: "db.example.org", Text: `v=spf1 "a" -all`, TTL: 300}
+	put(skydns.Key("/skydns", "east", txt), string(skydns.Encode("east", txt)))
 
 	inv, err := Read(ctx, c, "/skydns", "/skylb/claims")
 	if err != nil {
@@ -70,6 +72,7 @@ func TestReadAndWrite(t *testing.T) {
 1.2.0.192.in-addr.arpa PTR web.example.org 30 east holds never |
 _http._tcp.web.example.org SRV web.example.org:80 30 east shares never |
 a.web.example.org - - - west (foreign) waits for north (nested) never |
+db.example.org TXT "v=spf1 \"a\" -all" 300 east - never |
 db.example.org CNAME db.example.net 30 east - never |
 example.org none example.org 30 east - never |
 hand.example.org A 192.0.2.9 0 (not skylb's) - never |
@@ -86,5 +89,9 @@ web.example.org balanced west (foreign) 100 healthy yes |`)
 	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("table:\n%s\nwant (spacing aside):\n%s", out.String(), strings.Join(want, " "))
+	}
+	rep := inv.Report("east")
+	if i := slices.IndexFunc(rep.Records, func(e Entry) bool { return e.Type == "TXT" }); i < 0 || rep.Records[i].Text != txt.Text || rep.Records[i].Host != "" {
+		t.Errorf("Report(east).Records = %+v, want the TXT record with its text %q", rep.Records, txt.Text)
 	}
 }

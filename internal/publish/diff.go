@@ -9,7 +9,7 @@ import (
 type want struct {
 	key   string
 	value []byte
-	host  string
+	host  string // what the record answers (skydns.Record.Data)
 	// added says that the host is not published at the key yet, for the log.
 	added bool
 }

@@ -18,7 +18,7 @@ type entry struct {
 	// sum is a digest of the value (see digest): the view only compares
 	// values, and a digest takes a tenth of the room of a value.
 	sum     digest
-	host    string
+	host    string // what the record answers (skydns.Record.Data)
 	modRev  int64
 	lease   int64
 	deleted bool

@@ -82,7 +82,7 @@ func encodeWants(prefix, owner, stored string, records []skydns.Record) (wants [
 			misfiled = append(misfiled, r)
 			continue
 		}
-		out = append(out, want{key: skydns.Key(prefix, owner, r), value: skydns.Encode(owner, r), host: r.Host})
+		out = append(out, want{key: skydns.Key(prefix, owner, r), value: skydns.Encode(owner, r), host: r.Data()})
 	}
 	slices.SortStableFunc(out, func(a, b want) int { return strings.Compare(a.key, b.key) })
 	kept := out[:0]

@@ -336,6 +336,18 @@ func TestRestartWritesNothing(t *testing.T) {
 		name := fmt.Sprintf("svc%d.default.example.org", i)
 		records[name] = []skydns.Record{rec(name, fmt.Sprintf("192.0.2.%d", i+1)), rec(name, "2001:db8::1")}
 	}
+	// Two TXT records beside an address: two keys, loaded back as written.
+	txt := rec("svc0.default.example.org", "")
+	txt.Text = "v=spf1 -all"
+	other := txt
+	other.Text = "google-site-verification=abc"
+	records[txt.Name] = append(records[txt.Name], txt, other)
+	var sum uint64
+	for _, rs := range records {
+		for _, r := range rs {
+			sum += r.Digest()
+		}
+	}
 	first := publish.New(c, publish.Config{Prefix: "/skydns", Owner: owner, Log: quietLog()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -350,6 +362,11 @@ func TestRestartWritesNothing(t *testing.T) {
 
 	rev := etcdtest.Revision(t, c)
 	second := start(t, c)
+	loadCtx, cancelLoad := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelLoad()
+	if got := second.Loaded(loadCtx); got[txt.Source] != sum {
+		t.Errorf("Loaded()[%q] = %d, want %d, the sum of the digests of the records written", txt.Source, got[txt.Source], sum)
+	}
 	for name, rs := range records {
 		second.Set(name, publish.Want{Records: rs})
 	}

@@ -85,7 +85,7 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 		stored := skydns.HeldBy(recName)
 		if v, outside, mine := p.owns(kv.Value); mine {
 			rel := string(kv.Key[p.keyBaseLen(stored):])
-			owned[stored] = append(owned[stored], entry{key: rel, sum: digestOf(kv.Value), host: v.Host, modRev: kv.ModRevision, lease: kv.Lease, outside: outside != ""})
+			owned[stored] = append(owned[stored], entry{key: rel, sum: digestOf(kv.Value), host: v.Record(recName).Data(), modRev: kv.ModRevision, lease: kv.Lease, outside: outside != ""})
 			if outside != "" {
 				if outsideOf[stored] == nil {
 					outsideOf[stored] = make(map[string]string)
@@ -93,7 +93,7 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 				outsideOf[stored][rel] = outside
 			}
 			if bySource != nil && outside == "" && v.Source != "" {
-				bySource[v.Source] += skydns.Record{Name: recName, Host: v.Host, Port: v.Port}.Digest()
+				bySource[v.Source] += v.Record(recName).Digest()
 			}
 		} else if label == "" {
 			occupied[stored] = true // see atname.go
@@ -289,7 +289,7 @@ func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
 				n = newName(stored)
 				p.view.names[stored] = n
 			}
-			n.put(entry{key: rel, sum: digestOf(ev.Kv.Value), host: v.Host, modRev: ev.Kv.ModRevision, lease: ev.Kv.Lease, outside: outside != ""}, outside)
+			n.put(entry{key: rel, sum: digestOf(ev.Kv.Value), host: v.Record(recName).Data(), modRev: ev.Kv.ModRevision, lease: ev.Kv.Lease, outside: outside != ""}, outside)
 		case old != nil:
 			// Deleted, or overwritten with something that is not skylb's.
 			n.remove(rel)

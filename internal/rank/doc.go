@@ -10,8 +10,8 @@
 // alone, so the order of events and a restart never change the outcome. A claim
 // is granted unless a better-ranked claim of another namespace holds a related
 // name: a later object never takes a name from an older one of another
-// namespace. Objects of one namespace may share a name; their addresses are
-// merged.
+// namespace. Objects of one namespace may share a name; their addresses and
+// the texts of their TXT records are merged.
 //
 // Names are resolved in groups: all names below the same child of a zone (for
 // example everything under default.example.org), and the zone apex on its own.

@@ -380,9 +380,11 @@ func ancestors(n dnsname.Placed) []string {
 }
 
 // records merges the granted claims of one name into its records. Addresses win
-// over CNAME targets, a name has at most one CNAME, and never one to itself or
-// a name beneath it. All records of a name get
-// the smallest TTL among its claims, since an RRset has one TTL.
+// over CNAME targets, and so do texts: a CNAME is alone at its name, and a
+// name has at most one, never to itself or a name beneath it. All records of
+// a name get the smallest TTL among its claims, since an RRset has one TTL.
+// A name's addresses and texts together are at most maxAddrs, the lowest
+// addresses first: a name's keys change in one transaction.
 func records(stored string, claims []claim, maxAddrs int, problems map[string][]source.Problem, addresses func(claim) []netip.Addr) []skydns.Record {
 	ttl := claims[0].answer().TTL
 	// The addresses of one claim are its publication's, sorted and unique
@@ -403,23 +405,28 @@ func records(stored string, claims []claim, maxAddrs int, problems map[string][]
 		}
 		slices.SortFunc(addrs, func(a, b netip.Addr) int { return a.Compare(b) })
 	}
-	if len(addrs) > 0 {
-		if len(addrs) > maxAddrs {
+	texts := textsOf(stored, claims, ttl)
+	if len(addrs) > 0 || len(texts) > 0 {
+		if n := len(addrs) + len(texts); n > maxAddrs {
+			msg := "hostname %s has %d addresses from its objects, more than the %d allowed: only the lowest %d are published"
+			if len(texts) > 0 {
+				msg = "hostname %s has %d addresses and TXT records from its objects, more than the %d allowed: only the first %d are published, addresses first"
+			}
 			for _, c := range claims {
 				addProblem(problems, c.pub.Source, source.Problem{
-					Reason: source.ReasonTooManyAddresses,
-					Message: fmt.Sprintf("hostname %s has %d addresses from its objects, more than the %d allowed: only the lowest %d are published",
-						c.name.Name, len(addrs), maxAddrs, maxAddrs),
+					Reason:  source.ReasonTooManyAddresses,
+					Message: fmt.Sprintf(msg, c.name.Name, n, maxAddrs, maxAddrs),
 				})
 			}
-			addrs = addrs[:maxAddrs]
+			addrs = addrs[:min(len(addrs), maxAddrs)]
+			texts = texts[:maxAddrs-len(addrs)]
 		}
 		// Room for the SRV records too (see appendSRV).
 		ports := 0
 		for _, c := range claims {
 			ports += len(c.pub.Ports)
 		}
-		out := make([]skydns.Record, len(addrs), len(addrs)+ports)
+		out := make([]skydns.Record, len(addrs), len(addrs)+len(texts)+ports)
 		for i, a := range addrs {
 			src := claims[0].pub.Source
 			if sources != nil {
@@ -427,11 +434,16 @@ func records(stored string, claims []claim, maxAddrs int, problems map[string][]
 			}
 			out[i] = skydns.Record{Name: stored, Host: a.String(), TTL: ttl, Source: src}
 		}
+		out = append(out, texts...)
+		has := "addresses"
+		if len(addrs) == 0 {
+			has = "TXT records"
+		}
 		for _, c := range claims {
 			if targets := c.answer().Targets; len(targets) > 0 {
 				addProblem(problems, c.pub.Source, source.Problem{
 					Reason:  source.ReasonCNAMEIgnored,
-					Message: fmt.Sprintf("hostname %s has addresses, so the CNAME to %s is not published", c.name.Name, targets[0]),
+					Message: fmt.Sprintf("hostname %s has %s, so the CNAME to %s is not published", c.name.Name, has, targets[0]),
 				})
 			}
 		}
@@ -460,6 +472,32 @@ func records(stored string, claims []claim, maxAddrs int, problems map[string][]
 				})
 			}
 		}
+	}
+	return out
+}
+
+// textsOf returns the TXT records of a stored name from the texts its
+// claims answer, sorted by text, each from its first claim.
+func textsOf(stored string, claims []claim, ttl uint32) []skydns.Record {
+	var out []skydns.Record
+	var seen map[string]bool // with several claims; most names have no texts
+	for _, c := range claims {
+		for _, t := range c.answer().Texts {
+			if len(claims) > 1 {
+				if seen == nil {
+					seen = make(map[string]bool)
+				}
+				if seen[t] {
+					continue
+				}
+				seen[t] = true
+			}
+			out = append(out, skydns.Record{Name: stored, Text: t, TTL: ttl, Source: c.pub.Source})
+		}
+	}
+	if seen != nil {
+		// The texts of one claim are sorted and unique already.
+		slices.SortFunc(out, func(a, b skydns.Record) int { return strings.Compare(a.Text, b.Text) })
 	}
 	return out
 }

@@ -107,6 +107,27 @@ func answer(name string, ttl uint32, hosts ...string) pubOpt {
 	}
 }
 
+// texts gives a name of the publication the texts of TXT records, beside
+// the addresses or target answer gave it, or with ttl.
+func texts(name string, ttl uint32, ts ...string) pubOpt {
+	return func(p *source.Publication) {
+		if p.Answers == nil {
+			p.Answers = map[string]source.Answer{}
+		}
+		a, ok := p.Answers[name]
+		if !ok {
+			a.TTL = ttl
+		}
+		a.Texts = append(a.Texts, ts...)
+		slices.Sort(a.Texts)
+		p.Answers[name] = a
+	}
+}
+
+func txt(name, text string, ttl uint32, src string) skydns.Record {
+	return skydns.Record{Name: name, Text: text, TTL: ttl, Source: src}
+}
+
 func ttl(s uint32) pubOpt {
 	return func(p *source.Publication) { p.TTL = s }
 }
@@ -564,6 +585,67 @@ func TestResolve(t *testing.T) {
 			},
 		},
 		{
+			name: "a DNSEndpoint's texts are TXT records beside the name's addresses, or alone",
+			pubs: []*source.Publication{
+				pub("dnsendpoint/shop/records", 0, names("www.example.com", "verify.example.com"),
+					answer("www.example.com", 60, "192.0.2.1"), texts("www.example.com", 0, "v=spf1 -all", "a=1"),
+					texts("verify.example.com", 3600, "google-site-verification=abc")),
+			},
+			wantRecords: map[string][]skydns.Record{
+				"www.example.com": {
+					rec("www.example.com", "192.0.2.1", 60, "dnsendpoint/shop/records"),
+					txt("www.example.com", "a=1", 60, "dnsendpoint/shop/records"),
+					txt("www.example.com", "v=spf1 -all", 60, "dnsendpoint/shop/records"),
+				},
+				"verify.example.com": {txt("verify.example.com", "google-site-verification=abc", 3600, "dnsendpoint/shop/records")},
+			},
+		},
+		{
+			name: "texts win over a CNAME target, as addresses do: a CNAME is alone at its name",
+			pubs: []*source.Publication{
+				pub("dnsendpoint/shop/records", 0, names("alias.example.com"),
+					answer("alias.example.com", 300, "lb.example.net"), texts("alias.example.com", 0, "v=spf1 -all")),
+				pub("service/shop/alias", 1, names("alias.example.com"), targets("other.example.net")),
+			},
+			wantRecords: map[string][]skydns.Record{
+				"alias.example.com": {txt("alias.example.com", "v=spf1 -all", 300, "dnsendpoint/shop/records")},
+			},
+			wantProblems: map[string][]source.Problem{
+				"dnsendpoint/shop/records": {cnameProblem("alias.example.com has TXT records, so the CNAME to lb.example.net is not published")},
+				"service/shop/alias":       {cnameProblem("alias.example.com has TXT records, so the CNAME to other.example.net")},
+			},
+		},
+		{
+			name: "the texts of a namespace's objects at one name merge, each from its oldest object, after the addresses and before the SRV records",
+			pubs: []*source.Publication{
+				pub("service/shop/web", 0, names("shop.example.com"), addrs("192.0.2.10"), ttl(30),
+					ports(source.Port{Name: "http", Protocol: "tcp", Number: 80})),
+				pub("dnsendpoint/shop/b", 2, names("shop.example.com"), texts("shop.example.com", 300, "v=spf1 -all", "b=2")),
+				pub("dnsendpoint/shop/a", 1, names("shop.example.com"), texts("shop.example.com", 600, "v=spf1 -all")),
+			},
+			wantRecords: map[string][]skydns.Record{
+				"shop.example.com": {
+					rec("shop.example.com", "192.0.2.10", 30, "service/shop/web"),
+					txt("shop.example.com", "b=2", 30, "dnsendpoint/shop/b"),
+					txt("shop.example.com", "v=spf1 -all", 30, "dnsendpoint/shop/a"),
+					srv("_http._tcp.shop.example.com", "shop.example.com", 80, 30, "service/shop/web"),
+				},
+			},
+		},
+		{
+			name: "a name's texts follow the rules of its names: another namespace's older claim keeps it",
+			pubs: []*source.Publication{
+				pub("service/web/site", 0, names("site.example.com"), addrs("192.0.2.10")),
+				pub("dnsendpoint/shop/records", 1, names("site.example.com"), texts("site.example.com", 300, "v=spf1 -all")),
+			},
+			wantRecords: map[string][]skydns.Record{
+				"site.example.com": {rec("site.example.com", "192.0.2.10", 300, "service/web/site")},
+			},
+			wantProblems: map[string][]source.Problem{
+				"dnsendpoint/shop/records": {conflictProblem("site.example.com namespace web")},
+			},
+		},
+		{
 			name: "two CNAME targets of one object: the first in order wins",
 			pubs: []*source.Publication{
 				pub("service/shop/web", 0, generated("web.shop.example.org"), targets("b.lb.example.net", "a.lb.example.net")),
@@ -588,6 +670,56 @@ func TestResolve(t *testing.T) {
 				t.Errorf("Resolve() of every group mismatch (-want +got):\n%s", diff)
 			}
 			checkMessages(t, tt.wantProblems, got.Problems)
+		})
+	}
+}
+
+// TestRecordsCapped: a name's addresses and texts together are at most the
+// index's maxAddrs, addresses first, for a name's keys change in one
+// transaction.
+func TestRecordsCapped(t *testing.T) {
+	const src = "dnsendpoint/shop/records"
+	tests := []struct {
+		name        string
+		pub         *source.Publication
+		wantRecords []skydns.Record
+		wantProblem string
+	}{
+		{
+			name: "addresses alone, the lowest kept",
+			pub:  pub(src, 0, names("www.example.com"), answer("www.example.com", 60, "192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4")),
+			wantRecords: []skydns.Record{
+				rec("www.example.com", "192.0.2.1", 60, src), rec("www.example.com", "192.0.2.2", 60, src), rec("www.example.com", "192.0.2.3", 60, src),
+			},
+			wantProblem: "hostname www.example.com has 4 addresses from its objects, more than the 3 allowed: only the lowest 3 are published",
+		},
+		{
+			name: "addresses and texts, the addresses first",
+			pub: pub(src, 0, names("www.example.com"), answer("www.example.com", 60, "192.0.2.1", "192.0.2.2"),
+				texts("www.example.com", 0, "c", "b", "a")),
+			wantRecords: []skydns.Record{
+				rec("www.example.com", "192.0.2.1", 60, src), rec("www.example.com", "192.0.2.2", 60, src), txt("www.example.com", "a", 60, src),
+			},
+			wantProblem: "hostname www.example.com has 5 addresses and TXT records from its objects, more than the 3 allowed: only the first 3 are published, addresses first",
+		},
+		{
+			name:        "texts alone",
+			pub:         pub(src, 0, names("www.example.com"), texts("www.example.com", 60, "d", "c", "b", "a")),
+			wantRecords: []skydns.Record{txt("www.example.com", "a", 60, src), txt("www.example.com", "b", 60, src), txt("www.example.com", "c", 60, src)},
+			wantProblem: "has 4 addresses and TXT records",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := NewIndex(3)
+			x.Update(src, tt.pub)
+			got := resolveAll(x)
+			if diff := gocmp.Diff(tt.wantRecords, got.Records["www.example.com"]); diff != "" {
+				t.Errorf("Resolve() records of www.example.com mismatch (-want +got):\n%s", diff)
+			}
+			if ps := got.Problems[src]; len(ps) != 1 || ps[0].Reason != source.ReasonTooManyAddresses || !strings.Contains(ps[0].Message, tt.wantProblem) {
+				t.Errorf("Resolve() problems of %s = %+v, want one %s saying %q", src, ps, source.ReasonTooManyAddresses, tt.wantProblem)
+			}
 		})
 	}
 }

@@ -83,3 +83,33 @@ func TestResolveViews(t *testing.T) {
 		t.Errorf("a name withdrawn: view internal has %v (present %v), want nil", recs, ok)
 	}
 }
+
+// TestResolveViewsTexts: a name's TXT records are the same in every view,
+// beside the view's own addresses, and stay where the view has none.
+func TestResolveViewsTexts(t *testing.T) {
+	x := NewIndex(0, "internal")
+	web := pub("service/shop/web", 1, names("web.example.org"), addrs("192.0.2.10"), viewAddrs("internal", "10.244.0.5"),
+		ports(source.Port{Name: "http", Protocol: "tcp", Number: 80}))
+	db := pub("service/shop/db", 1, names("db.example.org"), addrs("192.0.2.12"), viewAddrs("internal"))
+	records := pub("dnsendpoint/shop/records", 2, names("web.example.org", "db.example.org"),
+		texts("web.example.org", 300, "v=spf1 -all"), texts("db.example.org", 300, "owner=db"))
+	for _, p := range []*source.Publication{web, db, records} {
+		x.Update(p.Source, p)
+	}
+	got := map[string][]skydns.Record{}
+	for _, g := range x.Groups() {
+		for name, recs := range x.Resolve(g).Views["internal"] {
+			got[name] = recs
+		}
+	}
+	want := map[string][]skydns.Record{
+		"web.example.org": {
+			rec("web.example.org", "10.244.0.5", 300, web.Source), txt("web.example.org", "v=spf1 -all", 300, records.Source),
+			srv("_http._tcp.web.example.org", "web.example.org", 80, 300, web.Source),
+		},
+		"db.example.org": {txt("db.example.org", "owner=db", 300, records.Source)},
+	}
+	if diff := gocmp.Diff(want, got, resultOpts); diff != "" {
+		t.Errorf("records of the view internal (-want +got):\n%s", diff)
+	}
+}

@@ -17,7 +17,8 @@ import (
 
 // Type is the DNS type a record is served as. CoreDNS derives it from the value's
 // host field: an IPv4 address is an A record, an IPv6 address AAAA, a name CNAME,
-// or PTR at the reverse name of an address (10.2.0.192.in-addr.arpa).
+// or PTR at the reverse name of an address (10.2.0.192.in-addr.arpa). A record
+// with a text and no host is TXT, which CoreDNS reads for TXT queries only.
 // A record with a port is stored for SRV queries: skylb gives it a host that
 // is a name, which CoreDNS serves as the SRV target. A name that is the name
 // queried, or lies beneath it, CoreDNS takes for a CNAME loop and serves
@@ -31,6 +32,7 @@ const (
 	CNAME Type = "CNAME"
 	SRV   Type = "SRV"
 	PTR   Type = "PTR"
+	TXT   Type = "TXT"
 	// None is a record CoreDNS serves as nothing, such as the apex guard: its
 	// host is the zone it answers for.
 	None Type = "none"
@@ -50,6 +52,7 @@ type Record struct {
 	Name   string
 	Host   string // IP address or target name
 	Port   int    // SRV port, 0 otherwise
+	Text   string // TXT text, with an empty Host (see Type)
 	TTL    uint32
 	Source string // the object the record comes from, e.g. "service/default/web"
 	// Label, when set, is the last segment of the record's key instead of
@@ -97,6 +100,8 @@ func (r Record) Type() Type {
 	switch {
 	case r.Port != 0:
 		return SRV
+	case err != nil && r.Text != "":
+		return TXT
 	case err != nil && AtName(r.Name):
 		return PTR
 	case err != nil && loops(Queried(r.Name), r.Host):
@@ -114,7 +119,7 @@ func (r Record) Type() Type {
 // digestSeed seeds Digest: digests are compared within one process only.
 var digestSeed = maphash.MakeSeed()
 
-// Digest returns a hash of the record's name, host and port. Summed over
+// Digest returns a hash of the record's name, host, port and text. Summed over
 // the records of one object it identifies them whatever their order: what
 // the object publishes is unchanged when the sum is (see
 // publish.Publisher.Loaded).
@@ -128,6 +133,7 @@ func (r Record) Digest() uint64 {
 	var port [8]byte
 	binary.LittleEndian.PutUint64(port[:], uint64(r.Port))
 	h.Write(port[:])
+	h.WriteString(r.Text)
 	return h.Sum64()
 }
 
@@ -136,7 +142,16 @@ func (r Record) String() string {
 	if r.Port != 0 {
 		return fmt.Sprintf("%s %d %s %d %s", r.Name, r.TTL, r.Type(), r.Port, r.Host)
 	}
-	return fmt.Sprintf("%s %d %s %s", r.Name, r.TTL, r.Type(), r.Host)
+	return fmt.Sprintf("%s %d %s %s", r.Name, r.TTL, r.Type(), r.Data())
+}
+
+// Data returns what the record answers, for logs and listings: its text,
+// quoted, for a TXT record, else its host.
+func (r Record) Data() string {
+	if r.Type() == TXT {
+		return strconv.Quote(r.Text)
+	}
+	return r.Host
 }
 
 // Value is the JSON stored in etcd. The first fields are those of CoreDNS's
@@ -144,6 +159,7 @@ func (r Record) String() string {
 type Value struct {
 	Host   string `json:"host"`
 	Port   int    `json:"port,omitempty"`
+	Text   string `json:"text,omitempty"`
 	TTL    uint32 `json:"ttl,omitempty"`
 	Owner  string `json:"owner,omitempty"`
 	Source string `json:"source,omitempty"`
@@ -180,6 +196,11 @@ func Label(owner string, r Record) string {
 		h.Write([]byte{0})
 		h.Write([]byte(strconv.Itoa(r.Port)))
 	}
+	if r.Text != "" {
+		// No host or port holds a NUL followed by a letter.
+		h.Write([]byte("\x00text\x00"))
+		h.Write([]byte(r.Text))
+	}
 	return owner + "-" + hex.EncodeToString(h.Sum(nil))[:hashLength]
 }
 
@@ -193,12 +214,18 @@ func Key(prefix, owner string, r Record) string {
 
 // Encode returns the JSON value of a record written by owner.
 func Encode(owner string, r Record) []byte {
-	b, err := json.Marshal(Value{Host: r.Host, Port: r.Port, TTL: r.TTL, Owner: owner, Source: r.Source})
+	b, err := json.Marshal(Value{Host: r.Host, Port: r.Port, Text: r.Text, TTL: r.TTL, Owner: owner, Source: r.Source})
 	if err != nil {
 		// Marshalling a struct of strings and integers cannot fail.
 		panic(fmt.Sprintf("encode %s: %v", r, err))
 	}
 	return b
+}
+
+// Record returns the record of a value stored at a record's name, as
+// Encode would write it again, but for its label.
+func (v Value) Record(name string) Record {
+	return Record{Name: name, Host: v.Host, Port: v.Port, Text: v.Text, TTL: v.TTL, Source: v.Source}
 }
 
 // Decode parses a stored value. It fails on anything that is not a JSON object.

@@ -91,6 +91,7 @@ func TestLabel(t *testing.T) {
 		{name: "CNAME", owner: "default", r: Record{Name: "web.example.org", Host: "lb.example.net"}, want: "default-" + hashOf("lb.example.net")},
 		{name: "port", owner: "default", r: Record{Name: "web.example.org", Host: "192.0.2.10", Port: 8080}, want: "default-" + hashOf("192.0.2.10\x008080")},
 		{name: "other owner", owner: "cluster-b", r: Record{Name: "web.example.org", Host: "192.0.2.10"}, want: "cluster-b-" + hashOf("192.0.2.10")},
+		{name: "TXT", owner: "default", r: Record{Name: "web.example.org", Text: "v=spf1 -all"}, want: "default-" + hashOf("\x00text\x00v=spf1 -all")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,6 +134,11 @@ func TestLabelDistinct(t *testing.T) {
 		{Host: "2001:db8::1"},
 		{Host: "lb.example.net"},
 		{Host: ""},
+		// Two texts at one name are two keys.
+		{Text: "v=spf1 -all"},
+		{Text: "google-site-verification=abc"},
+		{Text: "192.0.2.10"},
+		{Text: "80"},
 	}
 	seen := make(map[string]Record)
 	for _, r := range records {
@@ -197,9 +203,16 @@ func TestType(t *testing.T) {
 		name string // stored name; web.example.org when empty
 		host string
 		port int
+		text string
 		want Type
 	}{
 		{host: "192.0.2.10", want: A},
+		// CoreDNS's msg.Service.HostType: a text and a host that is not an
+		// address is TXT; its A and AAAA queries skip a value without a host.
+		{text: "v=spf1 -all", want: TXT},
+		{host: "lb.example.net", text: "v=spf1 -all", want: TXT},
+		{host: "192.0.2.10", text: "v=spf1 -all", want: A},
+		{host: "web.example.org", text: "v=spf1 -all", want: TXT},
 		// The apex guard: CoreDNS answers example.org from apex.dns.example.org
 		// and skips a host that is the name queried.
 		{name: "apex.dns.example.org", host: "example.org", want: None},
@@ -229,14 +242,14 @@ func TestType(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name+" "+tt.host, func(t *testing.T) {
+		t.Run(tt.name+" "+tt.host+" "+tt.text, func(t *testing.T) {
 			name := tt.name
 			if name == "" {
 				name = "web.example.org"
 			}
-			r := Record{Name: name, Host: tt.host, Port: tt.port, TTL: 30}
+			r := Record{Name: name, Host: tt.host, Port: tt.port, Text: tt.text, TTL: 30}
 			if got := r.Type(); got != tt.want {
-				t.Errorf("Record{Name: %q, Host: %q}.Type() = %s, want %s", r.Name, tt.host, got, tt.want)
+				t.Errorf("Record{Name: %q, Host: %q, Text: %q}.Type() = %s, want %s", r.Name, tt.host, tt.text, got, tt.want)
 			}
 		})
 	}
@@ -250,6 +263,26 @@ func TestString(t *testing.T) {
 	srv := Record{Name: "_http._tcp.web.example.org", Host: "web.example.org", Port: 80, TTL: 30}
 	if got, want := srv.String(), "_http._tcp.web.example.org 30 SRV 80 web.example.org"; got != want {
 		t.Errorf("Record.String() = %q, want %q", got, want)
+	}
+	txt := Record{Name: "web.example.org", Text: `v=spf1 "quoted" -all`, TTL: 30}
+	if got, want := txt.String(), `web.example.org 30 TXT "v=spf1 \"quoted\" -all"`; got != want {
+		t.Errorf("Record.String() = %q, want %q", got, want)
+	}
+}
+
+func TestData(t *testing.T) {
+	for _, tt := range []struct {
+		r    Record
+		want string
+	}{
+		{r: Record{Name: "web.example.org", Host: "192.0.2.10"}, want: "192.0.2.10"},
+		{r: Record{Name: "web.example.org", Host: "lb.example.net"}, want: "lb.example.net"},
+		{r: Record{Name: "web.example.org", Text: "v=spf1 -all"}, want: `"v=spf1 -all"`},
+		{r: Record{Name: "web.example.org", Host: "192.0.2.10", Text: "x"}, want: "192.0.2.10"},
+	} {
+		if got := tt.r.Data(); got != tt.want {
+			t.Errorf("%+v.Data() = %q, want %q", tt.r, got, tt.want)
+		}
 	}
 }
 
@@ -326,6 +359,13 @@ func TestEncode(t *testing.T) {
 			r:    Record{Name: "web.example.org", Host: "lb.example.net", TTL: 300},
 			want: `{"host":"lb.example.net","ttl":300,"owner":"default"}`,
 		},
+		{
+			// CoreDNS reads the text for a TXT query, and its A and AAAA
+			// queries skip a value whose host is empty.
+			name: "TXT",
+			r:    Record{Name: "web.example.org", Text: `v=spf1 "a" -all`, TTL: 300, Source: "dnsendpoint/shop/records"},
+			want: `{"host":"","text":"v=spf1 \"a\" -all","ttl":300,"owner":"default","source":"dnsendpoint/shop/records"}`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -344,7 +384,8 @@ func TestDecode(t *testing.T) {
 		wantErr bool
 	}{
 		{name: "skylb value", in: `{"host":"192.0.2.10","ttl":30,"owner":"default","source":"service/default/web"}`, want: Value{Host: "192.0.2.10", TTL: 30, Owner: "default", Source: "service/default/web"}},
-		{name: "CoreDNS value with other fields", in: `{"host":"192.0.2.10","port":53,"priority":10,"weight":5,"text":"x","ttl":60}`, want: Value{Host: "192.0.2.10", Port: 53, TTL: 60}},
+		{name: "CoreDNS value with other fields", in: `{"host":"192.0.2.10","port":53,"priority":10,"weight":5,"text":"x","ttl":60}`, want: Value{Host: "192.0.2.10", Port: 53, Text: "x", TTL: 60}},
+		{name: "TXT", in: `{"host":"","text":"v=spf1 -all","ttl":300,"owner":"default"}`, want: Value{Text: "v=spf1 -all", TTL: 300, Owner: "default"}},
 		{name: "empty object", in: `{}`, want: Value{}},
 		{name: "not JSON", in: `192.0.2.10`, wantErr: true},
 		{name: "array", in: `["192.0.2.10"]`, wantErr: true},
@@ -394,6 +435,8 @@ var goldenRecords = []Record{
 	{Name: "10.2.0.192.in-addr.arpa", Host: "web.default.example.org", TTL: 30, Source: "service/default/web"},
 	{Name: "0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa", Host: "web.default.example.org", TTL: 30, Source: "service/default/web"},
 	{Name: "ns.dns.2.0.192.in-addr.arpa", Host: "192.0.2.53", TTL: 30, Source: "nameserver/ns1", Label: "ns1"},
+	{Name: "www.example.org", Text: "v=spf1 include:_spf.example.net -all", TTL: 300, Source: "dnsendpoint/shop/records"},
+	{Name: "www.example.org", Text: "google-site-verification=abc", TTL: 300, Source: "dnsendpoint/shop/records"},
 }
 
 func TestGolden(t *testing.T) {
@@ -420,8 +463,8 @@ func TestGolden(t *testing.T) {
 }
 
 // allowedKeys are the JSON fields skylb writes; CoreDNS must see no other field of
-// its msg.Service (text, mail, group, targetstrip, ...).
-var allowedKeys = []string{"host", "owner", "port", "source", "ttl"}
+// its msg.Service (mail, group, targetstrip, priority, ...).
+var allowedKeys = []string{"host", "owner", "port", "source", "text", "ttl"}
 
 func FuzzKeyRoundTrip(f *testing.F) {
 	f.Add("web.default.example.org", "192.0.2.10", 0)
@@ -464,23 +507,27 @@ func FuzzKeyRoundTrip(f *testing.F) {
 }
 
 func FuzzEncodeDecode(f *testing.F) {
-	f.Add("192.0.2.10", 0, uint32(30), "default", "service/default/web")
-	f.Add("lb.example.net", 8080, uint32(0), "", "")
-	f.Add(`", "text": "x`, -1, uint32(1<<32-1), "o\\", `{"text":"x","mail":true}`)
-	f.Add(`\"`, 1, uint32(1), `"`, `\u0000`)
-	f.Fuzz(func(t *testing.T, host string, port int, ttl uint32, own, src string) {
-		r := Record{Name: "web.example.org", Host: host, Port: port, TTL: ttl, Source: src}
+	f.Add("192.0.2.10", 0, uint32(30), "default", "service/default/web", "")
+	f.Add("lb.example.net", 8080, uint32(0), "", "", "")
+	f.Add(`", "text": "x`, -1, uint32(1<<32-1), "o\\", `{"text":"x","mail":true}`, "")
+	f.Add(`\"`, 1, uint32(1), `"`, `\u0000`, "")
+	f.Add("", 0, uint32(300), "default", "dnsendpoint/shop/records", `v=spf1 "a" -all`)
+	f.Fuzz(func(t *testing.T, host string, port int, ttl uint32, own, src, text string) {
+		r := Record{Name: "web.example.org", Host: host, Port: port, Text: text, TTL: ttl, Source: src}
 		b := Encode(own, r)
 		got, err := Decode(b)
 		if err != nil {
 			t.Fatalf("Decode(Encode(%q, %+v)) = %+v, %v; want no error (JSON %s)", own, r, got, err, b)
 		}
-		if utf8.ValidString(host) && utf8.ValidString(own) && utf8.ValidString(src) {
-			want := Value{Host: host, Port: port, TTL: ttl, Owner: own, Source: src}
+		if utf8.ValidString(host) && utf8.ValidString(own) && utf8.ValidString(src) && utf8.ValidString(text) {
+			want := Value{Host: host, Port: port, Text: text, TTL: ttl, Owner: own, Source: src}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Decode(Encode(%q, %+v)) mismatch (-want +got):\n%s", own, r, diff)
 			}
-		} else if !utf8.ValidString(got.Host) || !utf8.ValidString(got.Owner) || !utf8.ValidString(got.Source) {
+			if diff := cmp.Diff(r, got.Record(r.Name)); diff != "" {
+				t.Errorf("Decode(Encode(%q, %+v)).Record() mismatch (-want +got):\n%s", own, r, diff)
+			}
+		} else if !utf8.ValidString(got.Host) || !utf8.ValidString(got.Owner) || !utf8.ValidString(got.Source) || !utf8.ValidString(got.Text) {
 			// JSON strings are UTF-8: encoding/json replaces invalid bytes with U+FFFD.
 			t.Errorf("Decode(Encode(%q, %+v)) = %+v, want valid UTF-8 strings", own, r, got)
 		}
@@ -493,6 +540,9 @@ func FuzzEncodeDecode(f *testing.F) {
 		}
 		if _, ok := fields["port"]; ok != (port != 0) {
 			t.Errorf("Encode(%q, %+v) = %s, want a port field only for a non-zero port", own, r, b)
+		}
+		if _, ok := fields["text"]; ok != (text != "") {
+			t.Errorf("Encode(%q, %+v) = %s, want a text field only for a text", own, r, b)
 		}
 		for k := range fields {
 			if !slices.Contains(allowedKeys, k) {

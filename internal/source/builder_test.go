@@ -766,6 +766,12 @@ func TestPublicationEqual(t *testing.T) {
 	if !p.Equal(q) {
 		t.Errorf("Equal() = false for nil and empty slices, want true")
 	}
+	// A name's texts are part of what it answers.
+	p.Answers = map[string]Answer{"web.shop.example.org": {Texts: []string{"v=spf1 -all"}, TTL: 60}}
+	q.Answers = map[string]Answer{"web.shop.example.org": {Texts: []string{"v=spf1 ~all"}, TTL: 60}}
+	if p.Equal(q) {
+		t.Errorf("Equal() = true for answers of other texts, want false")
+	}
 	var none *Publication
 	if !none.Equal(nil) {
 		t.Errorf("(*Publication)(nil).Equal(nil) = false, want true")

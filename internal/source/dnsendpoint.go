@@ -1,6 +1,7 @@
 package source
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -16,14 +17,25 @@ const ReasonRecordTypeRefused = "RecordTypeRefused"
 
 // DNSEndpointTypes are the record types of a DNSEndpoint's endpoints that
 // skylb publishes. The others are refused and told: NS, since the zones'
-// nameservers are skylb's own (--nameserver), and TXT, SRV, MX and the rest,
-// which its records do not carry.
-var DNSEndpointTypes = []string{"A", "AAAA", "CNAME"}
+// nameservers are skylb's own (--nameserver); SRV, since skylb's SRV records
+// are its own scheme, one per named port of an object's name, held by that
+// name and pointing to it (skydns.HeldBy), with no priority or weight; MX and
+// the rest, which its records do not carry.
+var DNSEndpointTypes = []string{"A", "AAAA", "CNAME", "TXT"}
+
+// MaxTextLength is the longest text of a TXT endpoint that skylb publishes,
+// in bytes. CoreDNS serves a text of 255 bytes or more as several strings of
+// 255 (the last shorter, or empty), which readers of SPF and DKIM join, so a
+// text is not refused for its length below this. The cap keeps a
+// transaction of --etcd-max-txn-ops writes (128) well below etcd's 1.5 MiB
+// request limit; a DKIM record of a 4096-bit key takes about 750 bytes.
+const MaxTextLength = 4096
 
 // DNSEndpoint returns the publication of an external-dns DNSEndpoint: the
 // name of each endpoint of a type skylb publishes, answering that
-// endpoint's targets with its TTL. Endpoints of one name are merged, the
-// smallest TTL winning; a name at a zone's apex is refused, whatever the
+// endpoint's targets with its TTL; a TXT endpoint's targets are the texts of
+// the name's TXT records. Endpoints of one name are merged, the smallest TTL
+// winning for all its records; a name at a zone's apex is refused, whatever the
 // namespace, for the apex holds the zone's own records. Health checks do
 // not apply: the targets are published as given.
 func (b *Builder) DNSEndpoint(d *externaldns.DNSEndpoint) *Publication {
@@ -53,6 +65,8 @@ func (b *Builder) DNSEndpoint(d *externaldns.DNSEndpoint) *Publication {
 		a.Addresses = slices.Compact(a.Addresses)
 		slices.Sort(a.Targets)
 		a.Targets = slices.Compact(a.Targets)
+		slices.Sort(a.Texts)
+		a.Texts = slices.Compact(a.Texts)
 		p.Answers[name] = a
 		p.Addresses = append(p.Addresses, a.Addresses...)
 		p.Targets = append(p.Targets, a.Targets...)
@@ -93,6 +107,15 @@ func (b *Builder) addEndpoint(p *Publication, what string, e externaldns.Endpoin
 		a.TTL = ttl
 	}
 	for _, t := range e.Targets {
+		if typ == "TXT" {
+			text, err := parseText(t)
+			if err != nil {
+				p.problem(ReasonInvalidAddress, "%s: target %q: %v", what, t, err)
+				continue
+			}
+			a.Texts = append(a.Texts, text)
+			continue
+		}
 		if typ == "CNAME" {
 			target, err := dnsname.Parse(t)
 			if err != nil {
@@ -111,4 +134,23 @@ func (b *Builder) addEndpoint(p *Publication, what string, e externaldns.Endpoin
 	}
 	p.Answers[placed.Name] = a
 	p.addPlaced(placed, false)
+}
+
+// parseText returns the text of a TXT endpoint's target: the target without
+// one pair of surrounding double quotes, which external-dns writes around
+// the texts of its own TXT records ("\"heritage=external-dns,...\"") and
+// drops when it reads them. An empty text, which CoreDNS would not serve,
+// is refused, and so is one longer than MaxTextLength.
+func parseText(target string) (string, error) {
+	text := target
+	if len(text) >= 2 && text[0] == '"' && text[len(text)-1] == '"' {
+		text = text[1 : len(text)-1]
+	}
+	switch {
+	case text == "":
+		return "", errors.New("a TXT record's text must not be empty")
+	case len(text) > MaxTextLength:
+		return "", fmt.Errorf("a TXT record's text is %d bytes, more than the %d allowed", len(text), MaxTextLength)
+	}
+	return text, nil
 }

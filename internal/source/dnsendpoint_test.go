@@ -2,6 +2,7 @@ package source
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,17 +60,49 @@ func TestDNSEndpoint(t *testing.T) {
 			}),
 		},
 		{
-			name: "NS, TXT and SRV are refused, naming the endpoint",
+			name: "NS, SRV and MX are refused, naming the endpoint",
 			in: dnsEndpoint("shop",
 				endpoint("sub.example.org", "NS", 0, "ns1.example.net"),
-				endpoint("www.example.org", "TXT", 0, "hello"),
 				endpoint("_sip._udp.example.org", "SRV", 0, "10 5 5060 sip.example.org"),
+				endpoint("www.example.org", "MX", 0, "10 mail.example.org"),
 			),
 			want: endpointPub("shop", Publication{Answers: map[string]Answer{}, Problems: []Problem{
-				problem(ReasonRecordTypeRefused, "spec.endpoints[0] (sub.example.org NS) is not published"),
-				problem(ReasonRecordTypeRefused, "spec.endpoints[1] (www.example.org TXT)"),
-				problem(ReasonRecordTypeRefused, "spec.endpoints[2] (_sip._udp.example.org SRV)"),
+				problem(ReasonRecordTypeRefused, "spec.endpoints[0] (sub.example.org NS) is not published: skylb publishes records of type A, AAAA, CNAME, TXT only"),
+				problem(ReasonRecordTypeRefused, "spec.endpoints[1] (_sip._udp.example.org SRV)"),
+				problem(ReasonRecordTypeRefused, "spec.endpoints[2] (www.example.org MX)"),
 			}}),
+		},
+		{
+			// external-dns writes a text in double quotes; one pair is dropped.
+			name: "TXT endpoints answer their texts beside the name's other records",
+			in: dnsEndpoint("shop",
+				endpoint("www.example.org", "A", 60, "192.0.2.1"),
+				endpoint("www.example.org", "TXT", 3600, `"v=spf1 -all"`, "google-site-verification=abc", "v=spf1 -all"),
+				endpoint("verify.example.org", "txt", 0, `"say "hi""`, `"`, `""x""`),
+			),
+			want: endpointPub("shop", Publication{
+				Names: []Name{host("www.example.org", "example.org"), host("verify.example.org", "example.org")},
+				Answers: map[string]Answer{
+					"www.example.org":    {Addresses: addrs("192.0.2.1"), Texts: []string{"google-site-verification=abc", "v=spf1 -all"}, TTL: 60},
+					"verify.example.org": {Texts: []string{`"`, `"x"`, `say "hi"`}, TTL: 300},
+				},
+				Addresses: addrs("192.0.2.1"),
+			}),
+		},
+		{
+			name: "a TXT endpoint's empty and overlong texts are told",
+			in: dnsEndpoint("shop",
+				endpoint("t.example.org", "TXT", 0, `""`, "", strings.Repeat("x", MaxTextLength+1), `"`+strings.Repeat("y", MaxTextLength)+`"`),
+			),
+			want: endpointPub("shop", Publication{
+				Names:   []Name{host("t.example.org", "example.org")},
+				Answers: map[string]Answer{"t.example.org": {Texts: []string{strings.Repeat("y", MaxTextLength)}, TTL: 300}},
+				Problems: []Problem{
+					problem(ReasonInvalidAddress, `spec.endpoints[0] (t.example.org TXT): target "\"\"": a TXT record's text must not be empty`),
+					problem(ReasonInvalidAddress, `target "": a TXT record's text must not be empty`),
+					problem(ReasonInvalidAddress, "a TXT record's text is 4097 bytes, more than the 4096 allowed"),
+				},
+			}),
 		},
 		{
 			name: "the apex is refused even in a namespace of --apex-namespaces",

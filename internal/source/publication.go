@@ -153,12 +153,14 @@ func (p *Publication) Equal(q *Publication) bool {
 // Answer is what one name of a publication answers (see Publication.Answers).
 type Answer struct {
 	Addresses []netip.Addr // sorted, unique
-	Targets   []string     // CNAME targets, sorted, unique; used only without addresses
+	Targets   []string     // CNAME targets, sorted, unique; used only without addresses or texts
+	Texts     []string     // texts of TXT records, sorted, unique
 	TTL       uint32
 }
 
 func (a Answer) equal(b Answer) bool {
-	return a.TTL == b.TTL && slices.Equal(a.Addresses, b.Addresses) && slices.Equal(a.Targets, b.Targets)
+	return a.TTL == b.TTL && slices.Equal(a.Addresses, b.Addresses) && slices.Equal(a.Targets, b.Targets) &&
+		slices.Equal(a.Texts, b.Texts)
 }
 
 // AnswerOf returns what a name of the publication answers in the default

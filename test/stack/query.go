@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,8 +36,9 @@ func Query(server, name string, qtype uint16) (int, []string, error) {
 
 // Answers returns, sorted, the data of the answer section of m: the addresses
 // (A, AAAA), the targets of NS records without the final dot, "CNAME target"
-// for a CNAME, "PTR target" for a PTR and "SRV port target" for an SRV
-// record; nothing for a nil message.
+// for a CNAME, "PTR target" for a PTR, "SRV port target" for an SRV record
+// and "TXT" followed by each string of a TXT record, quoted; nothing for a
+// nil message.
 func Answers(m *dns.Msg) []string {
 	if m == nil {
 		return nil
@@ -56,6 +58,12 @@ func Answers(m *dns.Msg) []string {
 			out = append(out, "PTR "+strings.TrimSuffix(v.Ptr, "."))
 		case *dns.SRV:
 			out = append(out, fmt.Sprintf("SRV %d %s", v.Port, strings.TrimSuffix(v.Target, ".")))
+		case *dns.TXT:
+			s := "TXT"
+			for _, t := range v.Txt {
+				s += " " + strconv.Quote(t)
+			}
+			out = append(out, s)
 		}
 	}
 	slices.Sort(out)
