@@ -99,6 +99,8 @@ func rbacChecks(ctx context.Context, t *testing.T, k kubectl, rr *rendering, ns 
 		{verb: "update", resource: ing, sub: "status", ns: "default"},
 		{verb: "update", resource: "httproutes.gateway.networking.k8s.io", sub: "status", ns: "default"},
 		{verb: "update", resource: "dnsendpoints.externaldns.k8s.io", ns: "default"},
+		{verb: "get", resource: "dnsendpoints.externaldns.k8s.io", ns: "default"},
+		{verb: "update", resource: "dnsendpoints.externaldns.k8s.io", sub: "status", ns: "default"},
 		{verb: "update", resource: "gateways.gateway.networking.k8s.io", ns: "default"},
 		{verb: "list", resource: "referencegrants.gateway.networking.k8s.io"},
 		{verb: "update", resource: "customresourcedefinitions.apiextensions.k8s.io", name: "gateways.gateway.networking.k8s.io"},
