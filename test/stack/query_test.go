@@ -16,7 +16,7 @@ func TestAnswers(t *testing.T) {
 		"www.example.org. 30 IN AAAA 2001:db8::1",
 		"example.org. 30 IN NS ns1.example.org.",
 		"1.2.0.192.in-addr.arpa. 30 IN PTR www.example.org.",
-		"example.org. 30 IN TXT \"ignored\"",
+		"example.org. 30 IN TXT \"v=spf1\" \"-all\"",
 	} {
 		rr, err := dns.NewRR(s)
 		if err != nil {
@@ -24,7 +24,7 @@ func TestAnswers(t *testing.T) {
 		}
 		m.Answer = append(m.Answer, rr)
 	}
-	want := []string{"192.0.2.1", "192.0.2.2", "2001:db8::1", "CNAME www.example.org", "PTR www.example.org", "ns1.example.org"}
+	want := []string{"192.0.2.1", "192.0.2.2", "2001:db8::1", "CNAME www.example.org", "PTR www.example.org", `TXT "v=spf1" "-all"`, "ns1.example.org"}
 	if diff := cmp.Diff(want, Answers(m)); diff != "" {
 		t.Errorf("Answers (-want +got):\n%s", diff)
 	}
