@@ -131,11 +131,7 @@ func (p *Publisher) flush(ctx context.Context) error {
 	failed := p.commitAll(ctx, q)
 	// The decisions are told once the flush's transactions are done, and
 	// before the flush ends, so that WaitIdle returns once they have been.
-	p.mu.Lock()
-	told := p.clusters.told
-	p.clusters.told = nil
-	p.mu.Unlock()
-	p.cfg.Verdicts.add(told)
+	p.cfg.Verdicts.add(takeLocked(&p.mu, &p.clusters.told))
 	if p.answers != nil {
 		p.tellAnswered()
 	}
@@ -284,7 +280,7 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 	for _, r := range out.misfiled {
 		p.cfg.Log.WithField("record", r.String()).Errorf("record not written: it belongs to %s, not to %s, the name it was set at", skydns.HeldBy(r.Name), stored)
 	}
-	n.shareHosts(out.wants, p.keyBase(stored))
+	n.shareHosts(out.wants, p.keyBaseLen(stored))
 	if out.again {
 		p.markAgainLocked(stored, event, time.Time{})
 	}

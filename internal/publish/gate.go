@@ -1,5 +1,7 @@
 package publish
 
+import "sync"
+
 // A view's Publisher writes a name's records only while the default view's
 // Publisher answers the name (Config.Gate): the default view's claims hold
 // the name in every view. Without it a view would write a name another
@@ -85,11 +87,14 @@ func (p *Publisher) tellAnswered() {
 }
 
 // takeAnswered returns the names noted for the views, and forgets them.
-func (p *Publisher) takeAnswered() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := p.clusters.answered
-	p.clusters.answered = nil
+func (p *Publisher) takeAnswered() []string { return takeLocked(&p.mu, &p.clusters.answered) }
+
+// takeLocked empties a queue guarded by mu and returns what it held.
+func takeLocked[T any](mu *sync.Mutex, queue *[]T) []T {
+	mu.Lock()
+	defer mu.Unlock()
+	out := *queue
+	*queue = nil
 	return out
 }
 
