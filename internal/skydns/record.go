@@ -148,7 +148,7 @@ func (r Record) String() string {
 // Data returns what the record answers, for logs and listings: its text,
 // quoted, for a TXT record, else its host.
 func (r Record) Data() string {
-	if r.Type() == TXT {
+	if r.Text != "" && r.Type() == TXT {
 		return strconv.Quote(r.Text)
 	}
 	return r.Host
