@@ -34,6 +34,7 @@ import (
 	"github.com/skylb/skylb/internal/publish"
 	"github.com/skylb/skylb/internal/registry"
 	"github.com/skylb/skylb/internal/skydns"
+	"github.com/skylb/skylb/internal/source"
 )
 
 // Config is everything skylb needs besides its clients.
@@ -250,11 +251,7 @@ func newPublisher(cfg Config, etcd *clientv3.Client, m *metrics.Metrics, elector
 	if len(guards) > 0 {
 		pubCfg.Guard = guards
 	}
-	views := make([]string, len(cfg.Controller.Source.Views))
-	for i, v := range cfg.Controller.Source.Views {
-		views[i] = v.Name
-	}
-	return publish.NewGroup(etcd, pubCfg, views...), reg
+	return publish.NewGroup(etcd, pubCfg, source.ViewNames(cfg.Controller.Source.Views)...), reg
 }
 
 // controllerConfig returns the controller's configuration from cfg.

@@ -294,7 +294,7 @@ func New(cfg Config, kube API, pub Publisher, recorder record.EventRecorder) *Co
 
 // newIndex returns the ranking index of cfg.
 func newIndex(cfg Config) *rank.Index {
-	x := rank.NewIndex(cfg.Source.MaxAddresses, viewNames(cfg.Source.Views)...)
+	x := rank.NewIndex(cfg.Source.MaxAddresses, source.ViewNames(cfg.Source.Views)...)
 	x.SetReverseZones(cfg.ReverseZones)
 	return x
 }

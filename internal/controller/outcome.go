@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"slices"
 	"sync"
 	"time"
 
@@ -151,14 +150,4 @@ func (o *order) hand(seq uint64, records []wanted, set func(view, stored string,
 		// cleared one, which would keep the room of every name noted.
 		o.last = nil
 	}
-}
-
-// viewNames returns the names of views, sorted.
-func viewNames(views []source.View) []string {
-	out := make([]string, len(views))
-	for i, v := range views {
-		out[i] = v.Name
-	}
-	slices.Sort(out)
-	return out
 }

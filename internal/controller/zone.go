@@ -200,7 +200,7 @@ func (c *Controller) zonesLocked(out *outcome, in *zoneInputs) {
 	z.ns, z.refused, z.synced = in.ns, in.refused, true
 	// The zones' records are the same in every view but for what the
 	// view's objects publish at the apex.
-	for _, view := range append([]string{""}, viewNames(c.cfg.Source.Views)...) {
+	for _, view := range append([]string{""}, source.ViewNames(c.cfg.Source.Views)...) {
 		granted := z.granted[view]
 		for stored, records := range zone.Records(z.zones, in.ns, c.cfg.Source.TTL, granted) {
 			_, apex := z.apexZone[stored]

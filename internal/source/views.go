@@ -73,6 +73,16 @@ const AnnotationViewAddressSourcePrefix = AnnotationAddressSource + "."
 // "address-source.".
 const maxViewName = 63 - len("address-source.")
 
+// ViewNames returns the names of views, sorted.
+func ViewNames(views []View) []string {
+	out := make([]string, len(views))
+	for i, v := range views {
+		out[i] = v.Name
+	}
+	slices.Sort(out)
+	return out
+}
+
 // ParseView reads a view as the command line gives it, NAME=SOURCE
 // (internal=pods).
 func ParseView(s string) (View, error) {
