@@ -12,8 +12,8 @@ import (
 // claim, from the Publisher that makes them to the one who acts on them (the
 // controller, which tells the objects behind the names with Events). It is
 // built before both and handed to each at construction. It has a lock of its
-// own, taken by neither side while it holds it: the Publisher adds under its
-// lock, the reader takes without the Publisher's.
+// own, a leaf: the Publisher adds once a flush's transactions are done,
+// without its own lock, and the reader takes without the Publisher's.
 type Verdicts struct {
 	mu      sync.Mutex
 	queue   []Verdict
