@@ -22,7 +22,7 @@ func BenchmarkDecideClaimed(b *testing.B) {
 	p := claimedNames()
 	b.ResetTimer()
 	for range b.N {
-		p.mu.Lock()
+		p.lock()
 		for stored := range p.view.names {
 			if _, ok := p.diffLocked(stored, false); !ok {
 				b.Fatalf("no change for %s", stored)
@@ -36,7 +36,7 @@ func BenchmarkDecideClaimed(b *testing.B) {
 // records and claims are all in etcd already: nothing to write.
 func BenchmarkResyncClaimed(b *testing.B) {
 	p := claimedNames()
-	p.mu.Lock()
+	p.lock()
 	for stored, n := range p.view.names {
 		for _, w := range p.encodeWants(stored, n.records) {
 			n.put(entry{key: p.relKey(stored, w.key), sum: digestOf(w.value), host: w.host, modRev: 1}, "")
@@ -46,7 +46,7 @@ func BenchmarkResyncClaimed(b *testing.B) {
 	p.mu.Unlock()
 	b.ResetTimer()
 	for range b.N {
-		p.mu.Lock()
+		p.lock()
 		for stored := range p.view.names {
 			if _, ok := p.diffLocked(stored, false); ok {
 				b.Fatalf("a change for %s", stored)

@@ -45,7 +45,7 @@ func BenchmarkDiff(b *testing.B) {
 			}
 			b.ResetTimer()
 			for range b.N {
-				p.mu.Lock()
+				p.lock()
 				c, ok := p.diffLocked("web.shop.example.org", true)
 				p.mu.Unlock()
 				if !ok || len(c.puts) != 1 {

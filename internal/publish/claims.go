@@ -393,11 +393,15 @@ func (p *Publisher) loadClaims(ctx context.Context, rev int64) (map[string][]cla
 	return claims, err
 }
 
-// applyClaims records watched changes of claims in the view and marks the
-// names they concern.
+// applyClaims hands the claims' watched events, up to revision rev, to the
+// writer.
 func (p *Publisher) applyClaims(events []*clientv3.Event, rev int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.send(message{kind: msgClaims, events: events, rev: rev})
+}
+
+// applyClaimsLocked records watched changes of claims in the view and marks
+// the names they concern.
+func (p *Publisher) applyClaimsLocked(events []*clientv3.Event, rev int64) {
 	for _, ev := range events {
 		stored, owner, ok := p.splitClaimKey(string(ev.Kv.Key))
 		if !ok {

@@ -48,13 +48,13 @@ func TestEchoOfTransactionUnderWay(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := New(nil, Config{Prefix: "/skydns", Owner: owner, ClaimPrefix: "/skylb/claims", Log: quiet()})
-			p.apply(tt.before, 4)
+			p.applyLocked(tt.before, 4)
 			clear(p.work.dirty)
 			keys := p.sendLocked(batch)
 			if tt.claims {
-				p.applyClaims(tt.events, 5)
+				p.applyClaimsLocked(tt.events, 5)
 			} else {
-				p.apply(tt.events, 5)
+				p.applyLocked(tt.events, 5)
 			}
 			if _, marked := p.work.dirty["web.example.org"]; marked != tt.marked {
 				t.Errorf("web.example.org marked = %t, want %t", marked, tt.marked)

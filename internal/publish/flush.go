@@ -37,7 +37,7 @@ func (p *Publisher) flushLoop(ctx context.Context) {
 			return
 		case errors.Is(err, errSmallerTxns):
 			// Nothing was lost but time: again at once, in smaller transactions.
-			p.poke()
+			p.wake()
 		default:
 			delay := bo.next()
 			switch {
@@ -54,7 +54,7 @@ func (p *Publisher) flushLoop(ctx context.Context) {
 				return
 			case <-time.After(delay):
 			}
-			p.poke()
+			p.wake()
 		}
 	}
 }
@@ -114,13 +114,19 @@ func (p *Publisher) ops(c *change, ops []clientv3.Op, cmps []clientv3.Cmp) ([]cl
 
 // flush writes every dirty name. Names whose writes fail stay dirty.
 func (p *Publisher) flush(ctx context.Context) error {
-	p.mu.Lock()
+	p.lock()
 	if !p.view.loaded || !p.view.complete || !p.work.active || p.awaitingLeaseLocked() {
 		p.mu.Unlock()
 		return nil
 	}
+	asked := p.work.asked
+	p.work.asked = false
 	if len(p.work.dirty) == 0 {
-		p.count.synced(time.Now())
+		// Woken by a change that marked nothing, such as the echo of a
+		// write, it has not synced anything.
+		if asked {
+			p.count.synced(time.Now())
+		}
 		p.mu.Unlock()
 		return nil
 	}
@@ -135,7 +141,7 @@ func (p *Publisher) flush(ctx context.Context) error {
 	if p.answers != nil {
 		p.tellAnswered()
 	}
-	p.mu.Lock()
+	p.lock()
 	p.work.flushing = false
 	if failed == nil {
 		p.count.synced(time.Now())
@@ -170,7 +176,7 @@ func (p *Publisher) commitAll(ctx context.Context, q *queue) error {
 	}
 	for {
 		inFlight <- struct{}{}
-		p.mu.Lock()
+		p.lock()
 		if stopped() {
 			q.requeueLocked(p)
 			p.mu.Unlock()
@@ -199,7 +205,7 @@ func (p *Publisher) commitAll(ctx context.Context, q *queue) error {
 			}
 			failMu.Unlock()
 			if err != nil {
-				p.mu.Lock()
+				p.lock()
 				p.requeueLocked(batch)
 				p.mu.Unlock()
 			}
@@ -338,13 +344,13 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 		// own deadline bounds it.
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Timeout)
 		defer cancel()
-		p.mu.Lock()
+		p.lock()
 		keys = p.sendLocked(batch)
 		p.mu.Unlock()
 		resp, err := p.client.Txn(tctx).If(cmps...).Then(ops...).Commit()
 		p.count.noteTxn(err)
 		if err != nil || !resp.Succeeded {
-			p.mu.Lock()
+			p.lock()
 			p.unsendLocked(keys)
 			p.mu.Unlock()
 		}
@@ -368,7 +374,7 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 		}
 	}
 
-	p.mu.Lock()
+	p.lock()
 	p.committedLocked(batch, rev)
 	p.unsendLocked(keys)
 	p.mu.Unlock()

@@ -29,7 +29,7 @@ func (p *Publisher) Answers(stored string) bool {
 	if !p.claiming() {
 		return true
 	}
-	p.mu.Lock()
+	p.lock()
 	defer p.mu.Unlock()
 	n := p.view.names[stored]
 	if n == nil || !p.contestedLocked(stored, n) {
@@ -54,13 +54,7 @@ func (p *Publisher) contestedLocked(stored string, n *name) bool {
 
 // Recheck has the Publisher decide stored again at its next flush, as its
 // Gate's answer on it may have changed.
-func (p *Publisher) Recheck(stored string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.view.names[stored] != nil {
-		p.markLocked(stored)
-	}
-}
+func (p *Publisher) Recheck(stored string) { p.send(message{kind: msgRecheck, stored: stored}) }
 
 // answeredLocked notes stored for the views after a decision on it, when
 // Answers may have changed: the name is contested, or was.

@@ -132,9 +132,7 @@ func (p *Publisher) leaseLoop(ctx context.Context, shard int) {
 		}
 		bo.reset()
 		p.lease.ids[shard].Store(id)
-		p.mu.Lock()
-		p.markShardLocked(shard)
-		p.mu.Unlock()
+		p.send(message{kind: msgShard, shard: shard})
 
 		p.keepAlive(ctx, id)
 		if ctx.Err() != nil {
@@ -174,7 +172,7 @@ func (p *Publisher) keepAlive(ctx context.Context, id int64) {
 // returns 0 until the view is loaded and the Publisher active: a follower
 // writes nothing, and adopts the leader's leases when it takes over.
 func (p *Publisher) obtainLease(ctx context.Context, shard int) (int64, error) {
-	p.mu.Lock()
+	p.lock()
 	loaded, active := p.view.loaded, p.work.active
 	candidate := p.commonLeaseLocked(shard)
 	p.mu.Unlock()

@@ -69,7 +69,7 @@ func TestNameHeldForOtherClustersClaims(t *testing.T) {
 			Key: []byte("/skylb/claims/w.x.org/west"), Value: []byte(`{"owner":"west"}`), CreateRevision: 2, ModRevision: rev,
 		}}}
 	}
-	p.applyClaims(claim(mvccpb.PUT, 2), 2)
+	p.applyClaimsLocked(claim(mvccpb.PUT, 2), 2)
 	if got := p.claimOfLocked("w.x.org", "west"); got == nil || got.created != 2 {
 		t.Fatalf("west's claim = %+v, want created at 2", got)
 	}
@@ -81,7 +81,7 @@ func TestNameHeldForOtherClustersClaims(t *testing.T) {
 		t.Errorf("a full reconciliation marked %v, want nothing", p.work.dirty)
 	}
 
-	p.applyClaims(claim(mvccpb.DELETE, 3), 3)
+	p.applyClaimsLocked(claim(mvccpb.DELETE, 3), 3)
 	if _, ok := p.work.dirty["w.x.org"]; !ok {
 		t.Fatalf("the last claim's removal marked %v, want w.x.org", p.work.dirty)
 	}

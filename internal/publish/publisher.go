@@ -33,10 +33,15 @@ type Publisher struct {
 	client *clientv3.Client
 	dir    string // prefix with a trailing slash
 
-	// mu guards the parts below but the counters. Each part is declared
-	// beside the code that keeps it. A view's mu is taken before the
-	// default view's, never after (see gate.go).
+	// mu guards the parts below but the inbox and the counters: the table
+	// of the writer, taken with lock, which receives the inbox first. Only
+	// the writer's own goroutines take it (the flush, its transactions, the
+	// leases' loops and a load), and those that read the table: the views'
+	// Gate, CountRecords, Ready and WaitIdle. Each part is declared beside
+	// the code that keeps it. A view's mu is taken before the default
+	// view's, never after (see gate.go).
 	mu       sync.Mutex
+	inbox    inbox        // what reaches the writer from outside it (inbox.go), under its own lock
 	view     table        // the names: the records wanted and the keys etcd holds (view.go)
 	work     work         // the names to write and the flush that writes them
 	clusters clusterState // the claims of the clusters sharing the etcd (claims.go, share.go)
@@ -66,6 +71,7 @@ type work struct {
 	since    map[string]time.Time // dirty name -> when its change was observed
 	active   bool                 // it writes (see Config.Inactive)
 	flushing bool                 // a flush is under way
+	asked    bool                 // something was marked since the last flush (poke), which then syncs even with nothing dirty
 	idle     *sync.Cond           // signalled when a flush ends
 	wake     chan struct{}        // starts a flush
 	sending  map[string]sent      // the keys the transactions under way write (echo.go)
@@ -125,13 +131,18 @@ func trimSlash(s string) string {
 // skydns.HeldBy of each record's name). Setting what a name has
 // already is cheap and changes nothing: the controller hands over every name
 // of a group whenever one object of the group changes.
+//
+// Set only queues w for the writer (inbox.go): it never waits for a flush.
 func (p *Publisher) Set(stored string, w Want) {
+	p.send(message{kind: msgWant, stored: stored, want: w, at: time.Now()})
+}
+
+// setLocked makes w what is wanted at stored, as Set asked at time at.
+func (p *Publisher) setLocked(stored string, w Want, at time.Time) {
 	records := w.Records
 	if len(records) == 0 {
 		records = nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	n := p.view.names[stored]
 	switch {
 	case n == nil && records == nil:
@@ -145,7 +156,7 @@ func (p *Publisher) Set(stored string, w Want) {
 		// than its own copy, decoded from a key.
 		p.view.names[stored] = n
 	}
-	shareChanged := setShareLocked(n, w, time.Now())
+	shareChanged := setShareLocked(n, w, at)
 	if (n.records == nil) == (records == nil) && slices.Equal(n.records, records) &&
 		n.shared == w.Shared && n.unclaimed == w.Unclaimed && p.follow.follows[stored] == w.Follows && !shareChanged {
 		return
@@ -167,9 +178,9 @@ func (p *Publisher) Set(stored string, w Want) {
 
 // Complete declares that every wanted name has been Set. From then on the
 // Publisher writes, and deletes the keys of skylb's that no name wants.
-func (p *Publisher) Complete() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+func (p *Publisher) Complete() { p.send(message{kind: msgComplete}) }
+
+func (p *Publisher) completeLocked() {
 	p.view.complete = true
 	p.view.atLoad = nil
 	p.markAllLocked()
@@ -188,7 +199,7 @@ func (p *Publisher) Loaded(ctx context.Context) map[string]uint64 {
 	case <-ctx.Done():
 		return nil
 	}
-	p.mu.Lock()
+	p.lock()
 	defer p.mu.Unlock()
 	out := p.view.atLoad
 	p.view.atLoad = nil
@@ -200,7 +211,7 @@ func (p *Publisher) Loaded(ctx context.Context) map[string]uint64 {
 // compares everything. SetActive(false) returns once a transaction in flight has
 // finished.
 func (p *Publisher) SetActive(active bool) {
-	p.mu.Lock()
+	p.lock()
 	defer p.mu.Unlock()
 	p.work.active = active
 	if active {
@@ -215,11 +226,7 @@ func (p *Publisher) SetActive(active bool) {
 
 // Resync compares every name with the view and repairs what differs. It reads
 // nothing from etcd.
-func (p *Publisher) Resync() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.markAllLocked()
-}
+func (p *Publisher) Resync() { p.send(message{kind: msgResync}) }
 
 // Reachable reports whether the connection to etcd is up. It sends nothing.
 func (p *Publisher) Reachable() bool {
@@ -232,7 +239,7 @@ func (p *Publisher) Reachable() bool {
 
 // Ready reports whether the view of etcd is loaded and the desired state complete.
 func (p *Publisher) Ready() bool {
-	p.mu.Lock()
+	p.lock()
 	defer p.mu.Unlock()
 	return p.view.loaded && p.view.complete
 }
@@ -246,13 +253,14 @@ func (p *Publisher) WaitIdle(ctx context.Context) error {
 		p.work.idle.Broadcast()
 	})
 	defer stop()
-	p.mu.Lock()
+	p.lock()
 	defer p.mu.Unlock()
 	for !(p.view.loaded && p.view.complete && p.work.active && len(p.work.dirty) == 0 && !p.work.flushing) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		p.work.idle.Wait()
+		p.receiveLocked()
 	}
 	return nil
 }
@@ -274,8 +282,15 @@ func (p *Publisher) markAllLocked() {
 	p.poke()
 }
 
-// poke wakes the flush loop without blocking.
+// poke wakes the flush loop without blocking, to write what is marked.
 func (p *Publisher) poke() {
+	p.work.asked = true
+	p.wake()
+}
+
+// wake wakes the flush loop without blocking: to receive what was sent, or
+// to retry.
+func (p *Publisher) wake() {
 	select {
 	case p.work.wake <- struct{}{}:
 	default:

@@ -130,16 +130,19 @@ func (p *Publisher) holdLocked(stored string, until time.Time) {
 		return
 	}
 	timer := time.AfterFunc(time.Until(until), func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if h, ok := p.clusters.holds[stored]; ok && h.until.Equal(until) {
-			delete(p.clusters.holds, stored)
-		}
-		if n := p.view.names[stored]; n != nil && !n.othersOnly(p.cfg.Owner) {
-			p.markLocked(stored)
-		}
+		p.send(message{kind: msgHoldEnd, stored: stored, at: until})
 	})
 	p.clusters.holds[stored] = hold{until: until, timer: timer}
+}
+
+// holdEndedLocked marks stored once its hold-down, until until, ended.
+func (p *Publisher) holdEndedLocked(stored string, until time.Time) {
+	if h, ok := p.clusters.holds[stored]; ok && h.until.Equal(until) {
+		delete(p.clusters.holds, stored)
+	}
+	if n := p.view.names[stored]; n != nil && !n.othersOnly(p.cfg.Owner) {
+		p.markLocked(stored)
+	}
 }
 
 // hold is a name waiting for its hold-down to end.

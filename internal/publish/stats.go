@@ -97,7 +97,7 @@ func lastSync(ns int64) time.Time {
 // stored name and the type CoreDNS serves it as; the apex guard, which CoreDNS
 // serves as nothing, is left out.
 func (p *Publisher) CountRecords(f func(stored string, t skydns.Type)) {
-	p.mu.Lock()
+	p.lock()
 	defer p.mu.Unlock()
 	for stored, n := range p.view.names {
 		for _, r := range n.records {
@@ -111,7 +111,7 @@ func (p *Publisher) CountRecords(f func(stored string, t skydns.Type)) {
 // CountOutside returns the number of records of Owner in etcd that this
 // Publisher does not own (see Config.Owns), and leaves alone.
 func (p *Publisher) CountOutside() int {
-	p.mu.Lock()
+	p.lock()
 	defer p.mu.Unlock()
 	n := 0
 	for _, nm := range p.view.names {

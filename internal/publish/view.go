@@ -64,7 +64,7 @@ func (p *Publisher) loadWithRetry(ctx context.Context) (int64, bool) {
 // load lists the prefix, and the claims, page by page at one revision and
 // replaces the view.
 func (p *Publisher) load(ctx context.Context) (int64, error) {
-	p.mu.Lock()
+	p.lock()
 	p.view.loaded = false
 	// Only a load before Complete sums the records by object (see Loaded):
 	// a relist later has no one to tell.
@@ -109,7 +109,7 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 		}
 	}
 
-	p.mu.Lock()
+	p.lock()
 	defer p.mu.Unlock()
 	for _, actual := range owned {
 		// A range returns keys in order, so this only checks.
@@ -253,12 +253,15 @@ func (p *Publisher) watch(ctx context.Context, dir string, rev int64, apply func
 	}
 }
 
-// apply records watched events in the view. Events no newer than what the view
-// holds are skylb's own writes, already recorded. Any other change to a key of
-// skylb's marks its name for repair.
+// apply hands the records' watched events, up to revision rev, to the writer.
 func (p *Publisher) apply(events []*clientv3.Event, rev int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.send(message{kind: msgRecords, events: events, rev: rev})
+}
+
+// applyLocked records watched events in the view. Events no newer than what
+// the view holds are skylb's own writes, already recorded. Any other change
+// to a key of skylb's marks its name for repair.
+func (p *Publisher) applyLocked(events []*clientv3.Event, rev int64) {
 	for _, ev := range events {
 		key := string(ev.Kv.Key)
 		recName, label, ok := skydns.SplitKey(p.cfg.Prefix, key)
