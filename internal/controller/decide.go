@@ -43,7 +43,8 @@ type inputs struct {
 // the controller's bookkeeping; the caller applies the outcome, without mu.
 // loaded are the digests of the records etcd held at start, by object, in the
 // first pass (see Publisher.Loaded), nil in the others. Lock order
-// everywhere: mu, then order.mu (see order), then the publisher's.
+// everywhere: mu, then order.mu (see order), then the publisher's inbox (Set
+// only sends: it never waits for a flush).
 func (c *Controller) decide(in inputs, loaded map[string]uint64) (outcome, error) {
 	keys := in.keys
 	// About one probe and one Event for each object.

@@ -101,7 +101,7 @@ func (c *Controller) apply(out outcome) {
 // decided. Decisions are made under Controller.mu and applied after it is
 // released, so two workers resolving the same group could otherwise hand
 // their records over in the wrong order, the older last. Lock order:
-// Controller.mu, then order.mu, then the publisher's.
+// Controller.mu, then order.mu, then the publisher's inbox.
 type order struct {
 	mu       sync.Mutex
 	next     uint64

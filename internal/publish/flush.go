@@ -132,6 +132,13 @@ func (p *Publisher) flush(ctx context.Context) error {
 	}
 	p.work.flushing = true
 	q := p.takeDirtyLocked()
+	if p.cfg.Gate != nil {
+		p.mu.Unlock()
+		closed := p.askGate(q.marked)
+		p.lock()
+		p.work.closed = closed
+	}
+	q.orderLocked(p)
 	p.mu.Unlock()
 
 	failed := p.commitAll(ctx, q)
@@ -143,6 +150,7 @@ func (p *Publisher) flush(ctx context.Context) error {
 	}
 	p.lock()
 	p.work.flushing = false
+	p.work.closed = nil
 	if failed == nil {
 		p.count.synced(time.Now())
 	}

@@ -10,10 +10,12 @@ import "sync"
 // own. The default view's Publisher notes the names other clusters claim
 // its answer on may have changed on, which its Group hands to the views.
 //
-// Lock order: a view's Publisher asks the Gate while it decides, holding its
-// own lock, and Answers takes the default view's; the default view's
-// Publisher never takes a view's lock (the Group hands the names over with
-// neither held).
+// No Publisher takes another's lock while it holds its own: a view's
+// Publisher asks the Gate about the names a flush will decide before it
+// takes its table for them (askGate), and Answers takes the default view's
+// alone. A change of the default view's answer afterwards reaches the view as
+// a Recheck, which decides the name again at the next flush; the Group hands
+// those names over holding no lock of either.
 
 // Gate says whether this cluster answers a stored name in the default view.
 type Gate interface {
@@ -92,8 +94,20 @@ func takeLocked[T any](mu *sync.Mutex, queue *[]T) []T {
 	return out
 }
 
+// askGate returns the names of marked its Gate does not answer, asked
+// holding no lock of this Publisher.
+func (p *Publisher) askGate(marked map[string]bool) map[string]bool {
+	closed := make(map[string]bool)
+	for stored := range marked {
+		if !p.cfg.Gate.Answers(stored) {
+			closed[stored] = true
+		}
+	}
+	return closed
+}
+
 // gateOpen reports whether a view's Publisher may write stored: its Gate
-// answers the name (always without a Gate).
+// answered the name when the flush began (always without a Gate).
 func (p *Publisher) gateOpen(stored string) bool {
-	return p.cfg.Gate == nil || p.cfg.Gate.Answers(stored)
+	return p.cfg.Gate == nil || !p.work.closed[stored]
 }

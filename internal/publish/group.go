@@ -24,8 +24,8 @@ type Group struct {
 	views map[string]*Publisher // by view name
 	// mu is held while the names the default view's answer changed on are
 	// handed to the views, so that WaitIdle, which hands them too, does not
-	// return while another hand-over is under way. Lock order: mu, then a
-	// Publisher's.
+	// return while another hand-over is under way. Lock order: mu, then the
+	// default view's table (takeAnswered) or a view's inbox (Recheck sends).
 	mu sync.Mutex
 }
 

@@ -1,13 +1,17 @@
 package publish
 
 import (
+	"context"
+	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/skylb/skylb/internal/etcdtest"
 	"github.com/skylb/skylb/internal/skydns"
 )
 
@@ -81,5 +85,56 @@ func TestInputsDoNotWaitForTheWriter(t *testing.T) {
 	}
 	if p.inbox.n.Load() != 0 {
 		t.Errorf("%d messages left in the inbox", p.inbox.n.Load())
+	}
+}
+
+// lockProbe is a Gate that answers every name and counts the questions asked
+// while its view's Publisher held its own table.
+type lockProbe struct {
+	view          atomic.Pointer[Publisher]
+	asked, locked atomic.Int64
+}
+
+func (g *lockProbe) Answers(string) bool {
+	g.asked.Add(1)
+	if p := g.view.Load(); p != nil {
+		if p.mu.TryLock() {
+			p.mu.Unlock()
+		} else {
+			g.locked.Add(1)
+		}
+	}
+	return true
+}
+
+// TestViewAsksItsGateHoldingNoLock checks that a view's Publisher asks its
+// Gate, which takes the default view's table, without holding its own: no
+// Publisher holds two tables. Nothing else takes the view's table here (the
+// watches send, no lease runs), so a busy table is the flush's own.
+func TestViewAsksItsGateHoldingNoLock(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := srv.NewClient(t)
+	g := &lockProbe{}
+	p := New(c, Config{Prefix: "/skydns-office", Owner: "west", Timeout: 5 * time.Second, Log: quiet(), Gate: g})
+	g.view.Store(p)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); p.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for i := range 50 {
+		stored := fmt.Sprintf("n%d.example.org", i)
+		p.Set(stored, Want{Records: []skydns.Record{{Name: stored, Host: "192.0.2.1"}}})
+	}
+	p.Complete()
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	if err := p.WaitIdle(wctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.asked.Load(); got < 50 {
+		t.Fatalf("the Gate was asked %d times, want once for each of the 50 names at least", got)
+	}
+	if got := g.locked.Load(); got != 0 {
+		t.Errorf("the Gate was asked %d times of %d while the view held its table", got, g.asked.Load())
 	}
 }

@@ -38,8 +38,8 @@ type Publisher struct {
 	// the writer's own goroutines take it (the flush, its transactions, the
 	// leases' loops and a load), and those that read the table: the views'
 	// Gate, CountRecords, Ready and WaitIdle. Each part is declared beside
-	// the code that keeps it. A view's mu is taken before the default
-	// view's, never after (see gate.go).
+	// the code that keeps it. No Publisher takes another's mu while it
+	// holds its own (see gate.go).
 	mu       sync.Mutex
 	inbox    inbox        // what reaches the writer from outside it (inbox.go), under its own lock
 	view     table        // the names: the records wanted and the keys etcd holds (view.go)
@@ -75,6 +75,7 @@ type work struct {
 	idle     *sync.Cond           // signalled when a flush ends
 	wake     chan struct{}        // starts a flush
 	sending  map[string]sent      // the keys the transactions under way write (echo.go)
+	closed   map[string]bool      // for a view, the names of the flush under way its Gate does not answer (gate.go)
 }
 
 type tomb struct {

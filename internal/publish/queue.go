@@ -20,14 +20,19 @@ type queue struct {
 	next   *change              // decided, and left out of the full batch before
 }
 
-// takeDirtyLocked starts a flush: it takes the dirty names, in the order they
-// are decided, and decides them all at once only when the deletions of a full
-// reconciliation could exceed MaxDeleteRatio (see holdMassDeletionLocked).
+// takeDirtyLocked starts a flush: it takes the dirty names.
 func (p *Publisher) takeDirtyLocked() *queue {
 	q := &queue{marked: p.work.dirty, since: p.work.since, again: make(map[string]bool)}
 	// New maps rather than cleared ones: a cleared map keeps the room of
 	// every name a cold start or a full reconciliation marked.
 	p.work.dirty, p.work.since = make(map[string]bool), make(map[string]time.Time)
+	return q
+}
+
+// orderLocked puts the names of q in the order they are decided, and
+// decides them all at once only when the deletions of a full reconciliation
+// could exceed MaxDeleteRatio (see holdMassDeletionLocked).
+func (q *queue) orderLocked(p *Publisher) {
 	q.names = make([]string, 0, len(q.marked))
 	for stored := range q.marked {
 		q.names = append(q.names, stored)
@@ -43,7 +48,6 @@ func (p *Publisher) takeDirtyLocked() *queue {
 		}
 		q.ahead = p.holdMassDeletionLocked(all, owned)
 	}
-	return q
 }
 
 // popLocked returns the next change to write, deciding names until one needs
@@ -74,6 +78,12 @@ func (q *queue) popLocked(p *Publisher) (change, bool) {
 		}
 		stored := q.names[0]
 		q.names = q.names[1:]
+		if _, asked := q.marked[stored]; !asked && p.cfg.Gate != nil {
+			// A follower queued again, whose Gate was not asked: at the
+			// next flush.
+			p.markAgainLocked(stored, false, time.Time{})
+			continue
+		}
 		if c, ok := p.diffLocked(stored, q.marked[stored]); ok {
 			c.observed = q.since[stored]
 			if c.claimFirst(p.txnOps()) {
