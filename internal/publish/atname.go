@@ -66,45 +66,45 @@ func (p *Publisher) heldLocked(stored string) bool {
 		return true
 	}
 	follows := p.follow.follows[stored]
-	if follows == "" || !p.claiming() {
+	if follows == "" || !p.codec.claiming() {
 		return false
 	}
 	d, _ := p.verdictLocked(follows)
 	return !d.Granted
 }
 
-// followLocked records the name stored follows; empty for none.
-func (p *Publisher) followLocked(stored, follows string) {
-	was := p.follow.follows[stored]
+// set records the name stored follows; empty for none.
+func (f *following) set(stored, follows string) {
+	was := f.follows[stored]
 	if was == follows {
 		return
 	}
 	if was != "" {
-		if set := p.follow.followers[was]; set != nil {
+		if set := f.followers[was]; set != nil {
 			delete(set, stored)
 			if len(set) == 0 {
-				delete(p.follow.followers, was)
+				delete(f.followers, was)
 			}
 		}
 	}
 	if follows == "" {
-		delete(p.follow.follows, stored)
+		delete(f.follows, stored)
 	} else {
-		p.follow.follows[stored] = follows
-		if p.follow.followers[follows] == nil {
-			p.follow.followers[follows] = make(nameSet)
+		f.follows[stored] = follows
+		if f.followers[follows] == nil {
+			f.followers[follows] = make(nameSet)
 		}
-		p.follow.followers[follows][stored] = struct{}{}
+		f.followers[follows][stored] = struct{}{}
 	}
 }
 
-// followersLastLocked moves the names that follow another after the others,
-// each part in its order.
-func (p *Publisher) followersLastLocked(names []string) []string {
+// last moves the names that follow another after the others, each part in
+// its order.
+func (f *following) last(names []string) []string {
 	var following []string
 	kept := names[:0]
 	for _, stored := range names {
-		if p.follow.follows[stored] != "" {
+		if f.follows[stored] != "" {
 			following = append(following, stored)
 		} else {
 			kept = append(kept, stored)
@@ -113,24 +113,41 @@ func (p *Publisher) followersLastLocked(names []string) []string {
 	return append(kept, following...)
 }
 
-// refollowLocked queues the names following stored for the flush under way,
-// after the decision on stored changed.
-func (p *Publisher) refollowLocked(stored string) {
-	for f := range p.follow.followers[stored] {
-		p.follow.refollow = append(p.follow.refollow, f)
+// requeue queues the names following stored for the flush under way, after
+// the decision on stored changed.
+func (f *following) requeue(stored string) {
+	for name := range f.followers[stored] {
+		f.refollow = append(f.refollow, name)
 	}
+}
+
+// takeRequeued returns the names requeued since the last call, and forgets
+// them.
+func (f *following) takeRequeued() []string {
+	out := f.refollow
+	f.refollow = nil
+	return out
+}
+
+// occupy records whether the key of a name stored at its name holds a value
+// that is not this cluster's, and reports whether that changed.
+func (f *following) occupy(stored string, occupied bool) bool {
+	if f.occupied[stored] == occupied {
+		return false
+	}
+	if occupied {
+		f.occupied[stored] = true
+	} else {
+		delete(f.occupied, stored)
+	}
+	return true
 }
 
 // occupyLocked records whether the key of a name stored at its name holds a
 // value that is not this cluster's, and marks the name when that changes.
 func (p *Publisher) occupyLocked(stored string, occupied bool) {
-	if p.follow.occupied[stored] == occupied {
+	if !p.follow.occupy(stored, occupied) {
 		return
-	}
-	if occupied {
-		p.follow.occupied[stored] = true
-	} else {
-		delete(p.follow.occupied, stored)
 	}
 	n := p.view.names[stored]
 	if n == nil {

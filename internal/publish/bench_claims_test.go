@@ -41,7 +41,7 @@ func BenchmarkResyncClaimed(b *testing.B) {
 		for _, w := range p.encodeWants(stored, n.records) {
 			n.put(entry{key: p.relKey(stored, w.key), sum: digestOf(w.value), host: w.host, modRev: 1}, "")
 		}
-		p.putClaimLocked(stored, claimEntry{owner: "bench", value: p.encodeClaim(false), created: 1, modRev: 1})
+		p.putClaimLocked(stored, claimEntry{owner: "bench", value: p.codec.encode(false), created: 1, modRev: 1})
 	}
 	p.mu.Unlock()
 	b.ResetTimer()

@@ -16,8 +16,7 @@ import (
 // their claims, the decisions on this cluster's, and who answers each shared
 // name (see share.go).
 type clusterState struct {
-	claimDir  string // ClaimPrefix with a trailing slash; empty: no claims
-	claimsRev int64  // revision the claims are current at (the claims are in the names: name.claims)
+	claimsRev int64 // revision the claims are current at (the claims are in the names: name.claims)
 	// below and foreignBelow index the claimed names beneath each ancestor:
 	// all of them (nil until another cluster's claim is seen), and those
 	// claimed by another cluster (see nested.go).
@@ -26,9 +25,6 @@ type clusterState struct {
 	// told are the decisions made since the flush began, told
 	// (Config.Verdicts) once its transactions are committed.
 	told []Verdict
-	// claimValues are the values of this cluster's claim, unshared and
-	// shared (see encodeClaim), encoded once.
-	claimValues [2][]byte
 	// sharings are the last decisions on the shared names, and holds the
 	// names waiting for their failback hold-down to end.
 	sharings map[string]arbitrate.Sharing
@@ -74,76 +70,6 @@ type claimEntry struct {
 	// share is the owner's part in answering a shared name (see share.go);
 	// nil for a claim that is not shared.
 	share *arbitrate.Member
-}
-
-// encodeShared returns the value of this cluster's claim on a name it shares
-// as m.
-func (p *Publisher) encodeShared(m arbitrate.Member) []byte {
-	m.Owner = p.cfg.Owner
-	return arbitrate.EncodeShared(m)
-}
-
-// claiming reports whether names are claimed.
-func (p *Publisher) claiming() bool { return p.clusters.claimDir != "" }
-
-// claimKey returns the key of owner's claim on stored.
-func (p *Publisher) claimKey(stored, owner string) string {
-	return p.clusters.claimDir + stored + "/" + owner
-}
-
-// splitClaimKey returns the stored name and the owner of a claim key.
-func (p *Publisher) splitClaimKey(key string) (stored, owner string, ok bool) {
-	rest, ok := strings.CutPrefix(key, p.clusters.claimDir)
-	if !ok {
-		return "", "", false
-	}
-	i := strings.LastIndexByte(rest, '/')
-	if i <= 0 || i == len(rest)-1 {
-		return "", "", false
-	}
-	return rest[:i], rest[i+1:], true
-}
-
-// claimFromKV returns the claim a key holds. A value that is not a claim is
-// kept as an unshared one: it still holds the name for its owner, and if the
-// owner is this cluster, the value differs from what it wants and is repaired.
-func (p *Publisher) claimFromKV(owner string, kv *mvccpb.KeyValue) claimEntry {
-	e := claimEntry{owner: owner, value: kv.Value, created: kv.CreateRevision, modRev: kv.ModRevision, lease: kv.Lease}
-	if p.ownUnshared(owner, kv.Value) {
-		e.value = p.clusters.claimValues[0] // one copy for every name, not one each
-	} else {
-		e.shared, e.share = arbitrate.DecodeClaim(owner, kv.Value)
-	}
-	return e
-}
-
-// decodeClaim is arbitrate.DecodeClaim, but for the value of this cluster's unshared
-// claim, the most common by far, which it knows without decoding it.
-func (p *Publisher) decodeClaim(owner string, value []byte) (shared bool, share *arbitrate.Member) {
-	if p.ownUnshared(owner, value) {
-		return false, nil
-	}
-	return arbitrate.DecodeClaim(owner, value)
-}
-
-// ownUnshared reports whether owner's claim value is this cluster's unshared one.
-func (p *Publisher) ownUnshared(owner string, value []byte) bool {
-	return owner == p.cfg.Owner && bytes.Equal(value, p.clusters.claimValues[0])
-}
-
-// ownClaimValues returns the values of owner's claim, unshared and shared.
-func ownClaimValues(owner string) [2][]byte {
-	return [2][]byte{arbitrate.EncodeClaim(owner, false), arbitrate.EncodeClaim(owner, true)}
-}
-
-// encodeClaim returns the value of this cluster's claim. There are two, so
-// they are encoded once and shared by every name: callers must not modify
-// them.
-func (p *Publisher) encodeClaim(shared bool) []byte {
-	if shared {
-		return p.clusters.claimValues[1]
-	}
-	return p.clusters.claimValues[0]
 }
 
 // putClaimLocked records a claim in the view, replacing the owner's previous one.
@@ -244,7 +170,7 @@ func (cp *claimPlan) rank(stored string, e claimEntry) {
 // sharing's) and returns what it takes. A name held (see atname.go) is
 // claimed as one whose records nobody wants.
 func (p *Publisher) claimLocked(n *name, stored string, lease int64, held bool) claimPlan {
-	if !p.claiming() {
+	if !p.codec.claiming() {
 		return claimPlan{write: true}
 	}
 	own := p.ownClaimLocked(stored)
@@ -269,17 +195,17 @@ func (p *Publisher) claimLocked(n *name, stored string, lease int64, held bool) 
 	switch {
 	case n.share == nil:
 		p.forgetShareLocked(stored)
-		value = p.encodeClaim(n.shared)
+		value = p.codec.encode(n.shared)
 	case d.Granted:
 		self := p.shareLocked(n, stored, &cp, own)
 		serve = self.Serving
-		value = p.encodeShared(self)
+		value = p.codec.encodeShared(self)
 	default:
 		// Refused: it serves nothing, and says so.
 		p.forgetShareLocked(stored)
 		self := p.memberLocked(n, own, true)
 		self.Serving = false
-		value = p.encodeShared(self)
+		value = p.codec.encodeShared(self)
 	}
 	if own == nil || !bytes.Equal(own.value, value) || own.lease != lease {
 		cp.claimPut = value
@@ -323,7 +249,7 @@ func (p *Publisher) tellLocked(stored string, d *arbitrate.Decision) {
 	if d == nil {
 		if had {
 			p.answeredLocked(stored, !old.Granted)
-			p.refollowLocked(stored)
+			p.follow.requeue(stored)
 			delete(p.clusters.verdicts, stored)
 			if n != nil {
 				n.granted = false
@@ -335,7 +261,7 @@ func (p *Publisher) tellLocked(stored string, d *arbitrate.Decision) {
 		return
 	}
 	if !had || old.Granted != d.Granted {
-		p.refollowLocked(stored)
+		p.follow.requeue(stored)
 	}
 	if had && old.Granted == d.Granted && slices.Equal(old.Holders, d.Holders) && slices.Equal(old.Nested, d.Nested) &&
 		slices.Equal(old.Outside, d.Outside) {
@@ -382,13 +308,13 @@ func (p *Publisher) tellVerdictLocked(v Verdict) {
 // loadClaims lists the claims at revision rev.
 func (p *Publisher) loadClaims(ctx context.Context, rev int64) (map[string][]claimEntry, error) {
 	claims := make(map[string][]claimEntry)
-	_, err := p.listAt(ctx, p.clusters.claimDir, rev, func(kv *mvccpb.KeyValue) {
-		stored, owner, ok := p.splitClaimKey(string(kv.Key))
+	_, err := p.listAt(ctx, p.codec.dir, rev, func(kv *mvccpb.KeyValue) {
+		stored, owner, ok := p.codec.split(string(kv.Key))
 		if !ok {
 			return
 		}
 		// Keys come in order, so the owners of a name are sorted.
-		claims[stored] = append(claims[stored], p.claimFromKV(owner, kv))
+		claims[stored] = append(claims[stored], p.codec.fromKV(owner, kv))
 	})
 	return claims, err
 }
@@ -403,7 +329,7 @@ func (p *Publisher) applyClaims(events []*clientv3.Event, rev int64) {
 // the names they concern.
 func (p *Publisher) applyClaimsLocked(events []*clientv3.Event, rev int64) {
 	for _, ev := range events {
-		stored, owner, ok := p.splitClaimKey(string(ev.Kv.Key))
+		stored, owner, ok := p.codec.split(string(ev.Kv.Key))
 		if !ok {
 			continue
 		}
@@ -413,7 +339,7 @@ func (p *Publisher) applyClaimsLocked(events []*clientv3.Event, rev int64) {
 			}
 		}
 		if ev.Type == mvccpb.PUT {
-			p.putClaimLocked(stored, p.claimFromKV(owner, ev.Kv))
+			p.putClaimLocked(stored, p.codec.fromKV(owner, ev.Kv))
 		} else {
 			// Another cluster's leased claim gone: the records it held
 			// may be left behind (sweep.go).

@@ -21,7 +21,7 @@ func (p *Publisher) sendLocked(batch []change) []string {
 	for i := range batch {
 		c := &batch[i]
 		if c.claimPut != nil || c.claimDel {
-			key := p.claimKey(c.name, p.cfg.Owner)
+			key := p.codec.key(c.name, p.cfg.Owner)
 			p.work.sending[key] = sent{value: c.claimPut, lease: c.lease}
 			keys = append(keys, key)
 		}

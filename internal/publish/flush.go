@@ -37,7 +37,7 @@ func (p *Publisher) flushLoop(ctx context.Context) {
 			return
 		case errors.Is(err, errSmallerTxns):
 			// Nothing was lost but time: again at once, in smaller transactions.
-			p.wake()
+			p.work.wakeUp()
 		default:
 			delay := bo.next()
 			switch {
@@ -54,7 +54,7 @@ func (p *Publisher) flushLoop(ctx context.Context) {
 				return
 			case <-time.After(delay):
 			}
-			p.wake()
+			p.work.wakeUp()
 		}
 	}
 }
@@ -92,9 +92,9 @@ func (c *change) counts() (ops, cmps int) {
 func (p *Publisher) ops(c *change, ops []clientv3.Op, cmps []clientv3.Cmp) ([]clientv3.Op, []clientv3.Cmp) {
 	switch {
 	case c.claimPut != nil:
-		ops = append(ops, clientv3.OpPut(p.claimKey(c.name, p.cfg.Owner), string(c.claimPut), clientv3.WithLease(clientv3.LeaseID(c.lease))))
+		ops = append(ops, clientv3.OpPut(p.codec.key(c.name, p.cfg.Owner), string(c.claimPut), clientv3.WithLease(clientv3.LeaseID(c.lease))))
 	case c.claimDel:
-		ops = append(ops, clientv3.OpDelete(p.claimKey(c.name, p.cfg.Owner)))
+		ops = append(ops, clientv3.OpDelete(p.codec.key(c.name, p.cfg.Owner)))
 	}
 	for _, w := range c.puts {
 		ops = append(ops, clientv3.OpPut(w.key, string(w.value), clientv3.WithLease(clientv3.LeaseID(c.recordLease))))
@@ -103,11 +103,11 @@ func (p *Publisher) ops(c *change, ops []clientv3.Op, cmps []clientv3.Cmp) ([]cl
 		ops = append(ops, clientv3.OpDelete(key))
 	}
 	if c.claimsRev != 0 {
-		prefix := p.clusters.claimDir + c.name + "/"
+		prefix := p.codec.nameDir(c.name)
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(prefix), "<", c.claimsRev+1).WithPrefix())
 	}
 	for _, r := range c.ranked {
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(p.claimKey(r.name, r.owner)), "=", r.modRev))
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(p.codec.key(r.name, r.owner)), "=", r.modRev))
 	}
 	return ops, keyConds(c.guards, cmps)
 }
@@ -131,7 +131,7 @@ func (p *Publisher) flush(ctx context.Context) error {
 		return nil
 	}
 	p.work.flushing = true
-	q := p.takeDirtyLocked()
+	q := p.work.take()
 	if p.cfg.Gate != nil {
 		p.mu.Unlock()
 		closed := p.askGate(q.marked)
@@ -155,9 +155,9 @@ func (p *Publisher) flush(ctx context.Context) error {
 		p.count.synced(time.Now())
 	}
 	if len(p.work.dirty) > 0 && failed == nil {
-		p.poke()
+		p.work.poke()
 	}
-	p.work.idle.Broadcast()
+	p.work.done.Broadcast()
 	p.mu.Unlock()
 	return failed
 }
@@ -228,18 +228,7 @@ func (p *Publisher) commitAll(ctx context.Context, q *queue) error {
 // were.
 func (p *Publisher) requeueLocked(batch []change) {
 	for _, c := range batch {
-		p.markAgainLocked(c.name, c.event, c.observed)
-	}
-}
-
-// markAgainLocked marks a name a flush did not write dirty again: by a
-// change (event) seen at observed, or by a full reconciliation.
-func (p *Publisher) markAgainLocked(stored string, event bool, observed time.Time) {
-	if _, ok := p.work.dirty[stored]; !ok {
-		p.work.dirty[stored] = event
-	}
-	if _, ok := p.work.since[stored]; !ok && !observed.IsZero() {
-		p.work.since[stored] = observed
+		p.work.markAgain(c.name, c.event, c.observed)
 	}
 }
 
@@ -282,7 +271,7 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 		// The records outside keep the name, and its claim, as they are.
 		p.tellLocked(stored, &arbitrate.Decision{Outside: outside})
 	} else {
-		if _, had := p.verdictLocked(stored); had && !p.claiming() && n.records != nil {
+		if _, had := p.verdictLocked(stored); had && !p.codec.claiming() && n.records != nil {
 			// Without claims only records outside decide: no longer.
 			p.tellLocked(stored, &arbitrate.Decision{Granted: true})
 		}
@@ -296,10 +285,10 @@ func (p *Publisher) diffLocked(stored string, event bool) (change, bool) {
 	}
 	n.shareHosts(out.wants, p.keyBaseLen(stored))
 	if out.again {
-		p.markAgainLocked(stored, event, time.Time{})
+		p.work.markAgain(stored, event, time.Time{})
 	}
 	if out.drop {
-		p.followLocked(stored, "")
+		p.follow.set(stored, "")
 		delete(p.view.names, stored)
 	}
 	if ops, _ := out.counts(); ops == 0 {
@@ -412,7 +401,7 @@ func (p *Publisher) committedLocked(batch []change, rev int64) {
 			if own := p.ownClaimLocked(c.name); own != nil {
 				created = own.created
 			}
-			shared, share := p.decodeClaim(p.cfg.Owner, c.claimPut)
+			shared, share := p.codec.decode(p.cfg.Owner, c.claimPut)
 			p.putClaimLocked(c.name, claimEntry{owner: p.cfg.Owner, value: c.claimPut, shared: shared, share: share, created: created, modRev: rev, lease: c.lease})
 		case c.claimDel:
 			p.removeClaimLocked(c.name, p.cfg.Owner)

@@ -28,7 +28,7 @@ type Gate interface {
 // for a shared name, this cluster serving it. A name other clusters claim
 // that is not decided yet is not answered.
 func (p *Publisher) Answers(stored string) bool {
-	if !p.claiming() {
+	if !p.codec.claiming() {
 		return true
 	}
 	p.lock()

@@ -72,7 +72,7 @@ func (in *inbox) take() []message {
 // send queues m for the writer and wakes it.
 func (p *Publisher) send(m message) {
 	p.inbox.send(m)
-	p.wake()
+	p.work.wakeUp()
 }
 
 // lock takes the table, and receives the messages sent before.
@@ -109,6 +109,6 @@ func (p *Publisher) receiveLocked() {
 		}
 	}
 	if len(msgs) > 0 {
-		p.work.idle.Broadcast()
+		p.work.done.Broadcast()
 	}
 }

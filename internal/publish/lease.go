@@ -85,7 +85,7 @@ const leaseShards = 128
 // recordLease returns the lease the records of n are written with, where its
 // claim is written with lease: none when a claim holds them.
 func (p *Publisher) recordLease(n *name, lease int64) int64 {
-	if p.claiming() && !n.unclaimed {
+	if p.codec.claiming() && !n.unclaimed {
 		return 0
 	}
 	return lease
@@ -148,11 +148,11 @@ func (p *Publisher) leaseLoop(ctx context.Context, shard int) {
 // lease.
 func (p *Publisher) markShardLocked(shard int) {
 	for stored, n := range p.view.names {
-		if _, ok := p.work.dirty[stored]; !ok && int(n.shard) == shard && !n.othersOnly(p.cfg.Owner) {
-			p.work.dirty[stored] = false
+		if int(n.shard) == shard && !n.othersOnly(p.cfg.Owner) {
+			p.work.markFull(stored)
 		}
 	}
-	p.poke()
+	p.work.poke()
 }
 
 // keepAlive renews the lease until it expires or ctx ends.

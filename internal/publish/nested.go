@@ -194,7 +194,7 @@ func (p *Publisher) aboveCmps(batch []change) []clientv3.Cmp {
 	}
 	out := make([]clientv3.Cmp, 0, len(since))
 	for a, s := range since {
-		out = append(out, clientv3.Compare(clientv3.CreateRevision(p.clusters.claimDir+a+"/"), "<", s+1).WithPrefix())
+		out = append(out, clientv3.Compare(clientv3.CreateRevision(p.codec.nameDir(a)), "<", s+1).WithPrefix())
 	}
 	return out
 }

@@ -31,7 +31,8 @@ func (p *Publisher) keyBaseLen(stored string) int {
 type Publisher struct {
 	cfg    Config
 	client *clientv3.Client
-	dir    string // prefix with a trailing slash
+	codec  claimCodec // the claims' keys and values (claimcodec.go)
+	dir    string     // prefix with a trailing slash
 
 	// mu guards the parts below but the inbox and the counters: the table
 	// of the writer, taken with lock, which receives the inbox first. Only
@@ -65,19 +66,6 @@ type Publisher struct {
 	maxOps atomic.Int64
 }
 
-// work is what a Publisher has left to write, and whether it writes.
-type work struct {
-	dirty    map[string]bool      // name -> marked by a change (true) or by a full reconciliation (false)
-	since    map[string]time.Time // dirty name -> when its change was observed
-	active   bool                 // it writes (see Config.Inactive)
-	flushing bool                 // a flush is under way
-	asked    bool                 // something was marked since the last flush (poke), which then syncs even with nothing dirty
-	idle     *sync.Cond           // signalled when a flush ends
-	wake     chan struct{}        // starts a flush
-	sending  map[string]sent      // the keys the transactions under way write (echo.go)
-	closed   map[string]bool      // for a view, the names of the flush under way its Gate does not answer (gate.go)
-}
-
 type tomb struct {
 	name, key string
 	rev       int64
@@ -94,6 +82,7 @@ func newPublisher(client *clientv3.Client, cfg Config, views bool) *Publisher {
 	p := &Publisher{
 		cfg:    cfg,
 		client: client,
+		codec:  newClaimCodec(cfg.Owner, cfg.ClaimPrefix),
 		dir:    trimSlash(cfg.Prefix) + "/",
 		view:   table{names: make(map[string]*name), firstLoad: make(chan struct{})},
 		work: work{
@@ -108,12 +97,8 @@ func newPublisher(client *clientv3.Client, cfg Config, views bool) *Publisher {
 		lease:   newLeases(),
 		sweeper: newSweeper(),
 	}
-	if cfg.ClaimPrefix != "" {
-		p.clusters.claimDir = trimSlash(cfg.ClaimPrefix) + "/"
-	}
-	p.clusters.claimValues = ownClaimValues(cfg.Owner)
 	p.maxOps.Store(int64(cfg.MaxTxnOps))
-	p.work.idle = sync.NewCond(&p.mu)
+	p.work.done = sync.NewCond(&p.mu)
 	if views {
 		p.answers = make(chan struct{}, 1)
 	}
@@ -162,7 +147,7 @@ func (p *Publisher) setLocked(stored string, w Want, at time.Time) {
 		n.shared == w.Shared && n.unclaimed == w.Unclaimed && p.follow.follows[stored] == w.Follows && !shareChanged {
 		return
 	}
-	p.followLocked(stored, w.Follows)
+	p.follow.set(stored, w.Follows)
 	shared := p.sharesLocked(stored)
 	n.records = slices.Clip(records)
 	n.shared, n.unclaimed = w.Shared, w.Unclaimed
@@ -171,9 +156,7 @@ func (p *Publisher) setLocked(stored string, w Want, at time.Time) {
 		// this cluster shares the name too.
 		p.markBelowLocked(stored)
 	}
-	if t, ok := p.work.since[stored]; !w.Observed.IsZero() && (!ok || w.Observed.Before(t)) {
-		p.work.since[stored] = w.Observed
-	}
+	p.work.observed(stored, w.Observed)
 	p.markLocked(stored)
 }
 
@@ -221,7 +204,7 @@ func (p *Publisher) SetActive(active bool) {
 		return
 	}
 	for p.work.flushing {
-		p.work.idle.Wait()
+		p.work.done.Wait()
 	}
 }
 
@@ -251,51 +234,33 @@ func (p *Publisher) WaitIdle(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		p.work.idle.Broadcast()
+		p.work.done.Broadcast()
 	})
 	defer stop()
 	p.lock()
 	defer p.mu.Unlock()
-	for !(p.view.loaded && p.view.complete && p.work.active && len(p.work.dirty) == 0 && !p.work.flushing) {
+	for !(p.view.loaded && p.view.complete && p.work.active && p.work.idle()) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		p.work.idle.Wait()
+		p.work.done.Wait()
 		p.receiveLocked()
 	}
 	return nil
 }
 
 // markLocked marks a name changed by an object or by someone editing etcd.
-func (p *Publisher) markLocked(stored string) {
-	p.work.dirty[stored] = true
-	p.poke()
-}
+func (p *Publisher) markLocked(stored string) { p.work.mark(stored) }
 
 // markAllLocked marks every name for a full reconciliation, but those held
 // only for other clusters' claims.
 func (p *Publisher) markAllLocked() {
 	for stored, n := range p.view.names {
-		if _, ok := p.work.dirty[stored]; !ok && !n.othersOnly(p.cfg.Owner) {
-			p.work.dirty[stored] = false
+		if !n.othersOnly(p.cfg.Owner) {
+			p.work.markFull(stored)
 		}
 	}
-	p.poke()
-}
-
-// poke wakes the flush loop without blocking, to write what is marked.
-func (p *Publisher) poke() {
-	p.work.asked = true
-	p.wake()
-}
-
-// wake wakes the flush loop without blocking: to receive what was sent, or
-// to retry.
-func (p *Publisher) wake() {
-	select {
-	case p.work.wake <- struct{}{}:
-	default:
-	}
+	p.work.poke()
 }
 
 // Run loads the view of etcd, keeps it current and writes changes until ctx
@@ -308,7 +273,7 @@ func (p *Publisher) Run(ctx context.Context) {
 			wg.Go(func() { p.leaseLoop(ctx, shard) })
 		}
 	}
-	if p.claiming() && !p.cfg.DryRun {
+	if p.codec.claiming() && !p.cfg.DryRun {
 		wg.Go(func() { p.sweepLoop(ctx) })
 	}
 	for ctx.Err() == nil {

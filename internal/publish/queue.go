@@ -2,8 +2,77 @@ package publish
 
 import (
 	"slices"
+	"sync"
 	"time"
 )
+
+// work is the queue of dirty names: what a Publisher has left to write, and
+// whether it writes. A name is marked dirty by whatever may change what it
+// needs (a Set, a watched change, a claim, a lease, a full reconciliation);
+// a flush takes the dirty names whole and decides each from what the table
+// holds then, so a name marked twice is written once, as it is last.
+type work struct {
+	dirty    map[string]bool      // name -> marked by a change (true) or by a full reconciliation (false)
+	since    map[string]time.Time // dirty name -> when its change was observed
+	active   bool                 // it writes (see Config.Inactive)
+	flushing bool                 // a flush is under way
+	asked    bool                 // something was marked since the last flush (poke), which then syncs even with nothing dirty
+	done     *sync.Cond           // signalled when a flush ends, and when messages were received
+	wake     chan struct{}        // starts a flush
+	sending  map[string]sent      // the keys the transactions under way write (echo.go)
+	closed   map[string]bool      // for a view, the names of the flush under way its Gate does not answer (gate.go)
+}
+
+// mark marks a name changed by an object or by someone editing etcd, and
+// wakes the flush loop.
+func (w *work) mark(stored string) {
+	w.dirty[stored] = true
+	w.poke()
+}
+
+// markFull marks a name for a full reconciliation, unless it is marked.
+func (w *work) markFull(stored string) {
+	if _, ok := w.dirty[stored]; !ok {
+		w.dirty[stored] = false
+	}
+}
+
+// markAgain marks a name a flush did not write dirty again: by a change
+// (event) seen at observed, or by a full reconciliation.
+func (w *work) markAgain(stored string, event bool, observed time.Time) {
+	if _, ok := w.dirty[stored]; !ok {
+		w.dirty[stored] = event
+	}
+	if _, ok := w.since[stored]; !ok && !observed.IsZero() {
+		w.since[stored] = observed
+	}
+}
+
+// observed keeps at, when it is earlier, as when the change behind stored
+// was seen.
+func (w *work) observed(stored string, at time.Time) {
+	if t, ok := w.since[stored]; !at.IsZero() && (!ok || at.Before(t)) {
+		w.since[stored] = at
+	}
+}
+
+// idle reports whether nothing is left to write and no flush is under way.
+func (w *work) idle() bool { return len(w.dirty) == 0 && !w.flushing }
+
+// poke wakes the flush loop without blocking, to write what is marked.
+func (w *work) poke() {
+	w.asked = true
+	w.wakeUp()
+}
+
+// wakeUp wakes the flush loop without blocking: to receive what was sent,
+// or to retry.
+func (w *work) wakeUp() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
 
 // queue is what a flush has left to decide. A flush decides each
 // transaction's changes as a slot of the MaxTxnsInFlight transactions frees
@@ -20,12 +89,12 @@ type queue struct {
 	next   *change              // decided, and left out of the full batch before
 }
 
-// takeDirtyLocked starts a flush: it takes the dirty names.
-func (p *Publisher) takeDirtyLocked() *queue {
-	q := &queue{marked: p.work.dirty, since: p.work.since, again: make(map[string]bool)}
+// take starts a flush: it takes the dirty names.
+func (w *work) take() *queue {
+	q := &queue{marked: w.dirty, since: w.since, again: make(map[string]bool)}
 	// New maps rather than cleared ones: a cleared map keeps the room of
 	// every name a cold start or a full reconciliation marked.
-	p.work.dirty, p.work.since = make(map[string]bool), make(map[string]time.Time)
+	w.dirty, w.since = make(map[string]bool), make(map[string]time.Time)
 	return q
 }
 
@@ -40,7 +109,7 @@ func (q *queue) orderLocked(p *Publisher) {
 	slices.SortFunc(q.names, compareFromRight)
 	// Names that follow another are decided after it (see atname.go), and
 	// again when the decision on the name they follow changes.
-	q.names = p.followersLastLocked(q.names)
+	q.names = p.follow.last(q.names)
 	if owned, may := p.mayDeleteTooManyLocked(q.marked); may {
 		var all []change
 		for c, ok := q.popLocked(p); ok; c, ok = q.popLocked(p) {
@@ -65,13 +134,12 @@ func (q *queue) popLocked(p *Publisher) (change, bool) {
 	}
 	for {
 		if len(q.names) == 0 {
-			for _, f := range p.follow.refollow {
+			for _, f := range p.follow.takeRequeued() {
 				if _, ok := q.marked[f]; !ok && !q.again[f] {
 					q.again[f] = true
 					q.names = append(q.names, f)
 				}
 			}
-			p.follow.refollow = p.follow.refollow[:0]
 			if len(q.names) == 0 {
 				return change{}, false
 			}
@@ -81,13 +149,13 @@ func (q *queue) popLocked(p *Publisher) (change, bool) {
 		if _, asked := q.marked[stored]; !asked && p.cfg.Gate != nil {
 			// A follower queued again, whose Gate was not asked: at the
 			// next flush.
-			p.markAgainLocked(stored, false, time.Time{})
+			p.work.markAgain(stored, false, time.Time{})
 			continue
 		}
 		if c, ok := p.diffLocked(stored, q.marked[stored]); ok {
 			c.observed = q.since[stored]
 			if c.claimFirst(p.txnOps()) {
-				p.markAgainLocked(stored, c.event, c.observed)
+				p.work.markAgain(stored, c.event, c.observed)
 			}
 			return c, true
 		}
@@ -132,9 +200,8 @@ func (q *queue) requeueLocked(p *Publisher) {
 		left = append(left, *q.next)
 	}
 	p.requeueLocked(append(left, q.ahead...))
-	for _, stored := range append(q.names, p.follow.refollow...) {
-		p.markAgainLocked(stored, q.marked[stored], q.since[stored])
+	for _, stored := range append(q.names, p.follow.takeRequeued()...) {
+		p.work.markAgain(stored, q.marked[stored], q.since[stored])
 	}
-	p.follow.refollow = p.follow.refollow[:0]
 	q.names, q.ahead, q.next = nil, nil, nil
 }

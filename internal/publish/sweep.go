@@ -108,7 +108,7 @@ func (p *Publisher) sweepOne(ctx context.Context, sw sweep) (int, error) {
 	}
 	var ops []clientv3.Op
 	// The claim still absent, each record unchanged.
-	conds := []keyCond{{key: p.claimKey(sw.stored, sw.owner)}}
+	conds := []keyCond{{key: p.codec.key(sw.stored, sw.owner)}}
 	for _, kv := range resp.Kvs {
 		name, _, ok := skydns.SplitKey(p.cfg.Prefix, string(kv.Key))
 		if !ok || name != sw.stored && skydns.HeldBy(name) != sw.stored || kv.Lease != 0 {

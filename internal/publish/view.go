@@ -103,7 +103,7 @@ func (p *Publisher) load(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	claims := make(map[string][]claimEntry)
-	if p.claiming() {
+	if p.codec.claiming() {
 		if claims, err = p.loadClaims(ctx, rev); err != nil {
 			return 0, err
 		}
@@ -208,10 +208,10 @@ func (p *Publisher) watchAll(ctx context.Context, rev int64) {
 		defer cancel()
 		p.watch(ctx, p.dir, rev, p.apply)
 	})
-	if p.claiming() {
+	if p.codec.claiming() {
 		wg.Go(func() {
 			defer cancel()
-			p.watch(ctx, p.clusters.claimDir, rev, p.applyClaims)
+			p.watch(ctx, p.codec.dir, rev, p.applyClaims)
 		})
 	}
 	wg.Wait()
