@@ -13,6 +13,22 @@
 // names as a slot of those in flight frees up (see queue.go), so that a cold
 // start does not hold the changes of every name at once.
 //
+// The parts and their locks. Everything that reaches a Publisher from
+// outside its writer is a message on its inbox (inbox.go: Set, Complete,
+// Resync, Recheck, the watches' events, a lease obtained, a hold-down's
+// end), under the inbox's own lock, a leaf: the controller, the watches and
+// the timers never wait for a flush. The table (Publisher.mu: the names, the
+// claims, the followers, the queue of dirty names) is taken only by the
+// writer's goroutines and the readers (the views' Gate, CountRecords,
+// Ready), and lock receives the inbox first. A name that may need a change
+// is marked on the queue (work, queue.go); a flush takes the marked names
+// whole, plans each from what the table holds then (plan, pure; the claims
+// decided by claimLocked), batches the changes (batcher, pure) and commits
+// them in transactions fenced by the Guard; a failed one marks its names
+// again. Verdicts (verdicts.go) and the sweeper (sweep.go) have their own
+// leaf locks, and the leases' ids are atomic (lease.go). No Publisher holds
+// another's table: a view asks its Gate before it takes its own (gate.go).
+//
 // Clusters sharing an etcd claim the names they publish beside the records; which
 // of them publishes a name is decided by package arbitrate (see claims.go), and
 // which of the clusters sharing a name answer it too (see share.go).
