@@ -350,7 +350,7 @@ func (p *Publisher) applyClaimsLocked(events []*clientv3.Event, rev int64) {
 		}
 		// A name held only for other clusters' claims is marked once the
 		// last of them goes, and dropped.
-		if n := p.view.names[stored]; n != nil && (owner == p.cfg.Owner || !n.othersOnly(p.cfg.Owner)) && !p.echoLocked(ev) {
+		if n := p.view.names[stored]; n != nil && (owner == p.cfg.Owner || !n.othersOnly(p.cfg.Owner)) && !p.work.sending.echo(ev) {
 			p.markLocked(stored)
 		}
 		if owner != p.cfg.Owner {

@@ -50,7 +50,7 @@ func TestEchoOfTransactionUnderWay(t *testing.T) {
 			p := New(nil, Config{Prefix: "/skydns", Owner: owner, ClaimPrefix: "/skylb/claims", Log: quiet()})
 			p.applyLocked(tt.before, 4)
 			clear(p.work.dirty)
-			keys := p.sendLocked(batch)
+			keys := p.work.sending.add(batch, p.codec)
 			if tt.claims {
 				p.applyClaimsLocked(tt.events, 5)
 			} else {
@@ -70,7 +70,7 @@ func TestEchoOfTransactionUnderWay(t *testing.T) {
 			if tt.claims && p.ownClaimLocked("web.example.org") == nil {
 				t.Error("the claim is not recorded in the view")
 			}
-			p.unsendLocked(keys)
+			p.work.sending.forget(keys)
 			if len(p.work.sending) != 0 {
 				t.Errorf("keys left under way after the batch: %v", p.work.sending)
 			}

@@ -342,13 +342,13 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Timeout)
 		defer cancel()
 		p.lock()
-		keys = p.sendLocked(batch)
+		keys = p.work.sending.add(batch, p.codec)
 		p.mu.Unlock()
 		resp, err := p.client.Txn(tctx).If(cmps...).Then(ops...).Commit()
 		p.count.noteTxn(err)
 		if err != nil || !resp.Succeeded {
 			p.lock()
-			p.unsendLocked(keys)
+			p.work.sending.forget(keys)
 			p.mu.Unlock()
 		}
 		if err != nil {
@@ -373,7 +373,7 @@ func (p *Publisher) commit(ctx context.Context, batch []change) error {
 
 	p.lock()
 	p.committedLocked(batch, rev)
-	p.unsendLocked(keys)
+	p.work.sending.forget(keys)
 	p.mu.Unlock()
 	p.logChanges(batch, rev)
 	return nil

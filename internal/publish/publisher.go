@@ -87,7 +87,7 @@ func newPublisher(client *clientv3.Client, cfg Config, views bool) *Publisher {
 		view:   table{names: make(map[string]*name), firstLoad: make(chan struct{})},
 		work: work{
 			dirty: make(map[string]bool), since: make(map[string]time.Time),
-			wake: make(chan struct{}, 1), active: !cfg.Inactive, sending: make(map[string]sent),
+			wake: make(chan struct{}, 1), active: !cfg.Inactive, sending: make(underWay),
 		},
 		clusters: clusterState{
 			foreignBelow: make(map[string]nameSet), verdicts: make(map[string]arbitrate.Decision),

@@ -19,7 +19,7 @@ type work struct {
 	asked    bool                 // something was marked since the last flush (poke), which then syncs even with nothing dirty
 	done     *sync.Cond           // signalled when a flush ends, and when messages were received
 	wake     chan struct{}        // starts a flush
-	sending  map[string]sent      // the keys the transactions under way write (echo.go)
+	sending  underWay             // the keys the transactions under way write (echo.go)
 	closed   map[string]bool      // for a view, the names of the flush under way its Gate does not answer (gate.go)
 }
 

@@ -299,7 +299,7 @@ func (p *Publisher) applyLocked(events []*clientv3.Event, rev int64) {
 		default:
 			continue
 		}
-		if !p.echoLocked(ev) {
+		if !p.work.sending.echo(ev) {
 			p.markLocked(stored)
 		}
 	}
