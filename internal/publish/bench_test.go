@@ -39,7 +39,9 @@ func BenchmarkDiff(b *testing.B) {
 			p := New(nil, Config{Prefix: "/skydns", Owner: "bench", Log: quiet()})
 			p.Set("web.shop.example.org", Want{Records: records("web.shop.example.org", n)})
 			// The view holds all but the last record.
+			p.lock() // receives the Set
 			nm := p.view.names["web.shop.example.org"]
+			p.mu.Unlock()
 			for _, w := range p.encodeWants("web.shop.example.org", nm.records)[:n-1] {
 				nm.put(entry{key: p.relKey("web.shop.example.org", w.key), sum: digestOf(w.value), host: w.host, modRev: 1}, "")
 			}
@@ -58,7 +60,7 @@ func BenchmarkDiff(b *testing.B) {
 
 // BenchmarkSetUnchanged measures handing over a name's records when they have
 // not changed, which the controller does for every name of a group whenever
-// one of its objects changes.
+// one of its objects changes: the Set, and its receipt by the writer.
 func BenchmarkSetUnchanged(b *testing.B) {
 	p := New(nil, Config{Prefix: "/skydns", Owner: "bench", Log: quiet()})
 	recs := records("web.shop.example.org", 3)
@@ -66,6 +68,8 @@ func BenchmarkSetUnchanged(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		p.Set("web.shop.example.org", Want{Records: recs})
+		p.lock()
+		p.mu.Unlock()
 	}
 }
 

@@ -18,10 +18,15 @@ import (
 // (Publisher.lock), so that what reads the table has seen every message
 // sent before.
 type inbox struct {
-	mu   sync.Mutex
-	msgs []message
-	n    atomic.Int64 // len(msgs), read without the lock
+	mu    sync.Mutex
+	msgs  []message
+	spare []message    // a buffer received and emptied, for msgs once taken
+	n     atomic.Int64 // len(msgs), read without the lock
 }
+
+// maxSpare is the most messages a buffer kept for reuse holds room for: a
+// cold start's burst is let go.
+const maxSpare = 1024
 
 // message is one change for the writer: kind says which, and which of the
 // other fields it carries.
@@ -64,9 +69,20 @@ func (in *inbox) take() []message {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	out := in.msgs
-	in.msgs = nil
+	in.msgs, in.spare = in.spare, nil
 	in.n.Store(0)
 	return out
+}
+
+// recycle keeps a buffer take returned, once received, for reuse.
+func (in *inbox) recycle(msgs []message) {
+	if cap(msgs) > maxSpare {
+		return
+	}
+	clear(msgs) // the records and events they hold
+	in.mu.Lock()
+	in.spare = msgs[:0]
+	in.mu.Unlock()
 }
 
 // send queues m for the writer and wakes it.
@@ -109,6 +125,7 @@ func (p *Publisher) receiveLocked() {
 		}
 	}
 	if len(msgs) > 0 {
+		p.inbox.recycle(msgs)
 		p.work.done.Broadcast()
 	}
 }
