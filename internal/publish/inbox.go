@@ -13,7 +13,8 @@ import (
 // the records the controller wants (Set), a full reconciliation asked for
 // (Complete, Resync, Recheck), the watches' events, a lease obtained, a
 // hold-down ended. Sending takes the inbox's own lock and no other, so that
-// neither the controller nor a watch nor a timer ever waits for a flush.
+// neither the controller nor a watch nor a timer ever waits for a flush
+// (when the table is free, the sender receives the inbox itself: see send).
 // The writer receives the messages whenever it takes its table
 // (Publisher.lock), so that what reads the table has seen every message
 // sent before.
@@ -85,9 +86,18 @@ func (in *inbox) recycle(msgs []message) {
 	in.mu.Unlock()
 }
 
-// send queues m for the writer and wakes it.
+// send queues m for the writer. When the table is free, the sender
+// receives the inbox itself, as the writer would, rather than wake the
+// writer for it: a cold start's thousands of Sets and echoes then cost what
+// they did when each took the table. When it is not, the writer receives m
+// the next time it takes the table, and is woken for it.
 func (p *Publisher) send(m message) {
 	p.inbox.send(m)
+	if p.mu.TryLock() {
+		p.receiveLocked()
+		p.mu.Unlock()
+		return
+	}
 	p.work.wakeUp()
 }
 
