@@ -33,6 +33,9 @@ func (c claimCodec) claiming() bool { return c.dir != "" }
 // key returns the key of owner's claim on stored.
 func (c claimCodec) key(stored, owner string) string { return c.dir + stored + "/" + owner }
 
+// ownKey returns the key of this cluster's claim on stored.
+func (c claimCodec) ownKey(stored string) string { return c.key(stored, c.owner) }
+
 // nameDir returns the prefix of every claim on stored.
 func (c claimCodec) nameDir(stored string) string { return c.dir + stored + "/" }
 

@@ -24,7 +24,7 @@ func (u underWay) add(batch []change, codec claimCodec) []string {
 	for i := range batch {
 		c := &batch[i]
 		if c.claimPut != nil || c.claimDel {
-			key := codec.key(c.name, codec.owner)
+			key := codec.ownKey(c.name)
 			u[key] = sent{value: c.claimPut, lease: c.lease}
 			keys = append(keys, key)
 		}

@@ -92,9 +92,9 @@ func (c *change) counts() (ops, cmps int) {
 func (p *Publisher) ops(c *change, ops []clientv3.Op, cmps []clientv3.Cmp) ([]clientv3.Op, []clientv3.Cmp) {
 	switch {
 	case c.claimPut != nil:
-		ops = append(ops, clientv3.OpPut(p.codec.key(c.name, p.cfg.Owner), string(c.claimPut), clientv3.WithLease(clientv3.LeaseID(c.lease))))
+		ops = append(ops, clientv3.OpPut(p.codec.ownKey(c.name), string(c.claimPut), clientv3.WithLease(clientv3.LeaseID(c.lease))))
 	case c.claimDel:
-		ops = append(ops, clientv3.OpDelete(p.codec.key(c.name, p.cfg.Owner)))
+		ops = append(ops, clientv3.OpDelete(p.codec.ownKey(c.name)))
 	}
 	for _, w := range c.puts {
 		ops = append(ops, clientv3.OpPut(w.key, string(w.value), clientv3.WithLease(clientv3.LeaseID(c.recordLease))))

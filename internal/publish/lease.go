@@ -147,12 +147,7 @@ func (p *Publisher) leaseLoop(ctx context.Context, shard int) {
 // markShardLocked marks the names of a lease shard, to be written with its
 // lease.
 func (p *Publisher) markShardLocked(shard int) {
-	for stored, n := range p.view.names {
-		if int(n.shard) == shard && !n.othersOnly(p.cfg.Owner) {
-			p.work.markFull(stored)
-		}
-	}
-	p.work.poke()
+	p.markFullLocked(func(n *name) bool { return int(n.shard) == shard })
 }
 
 // keepAlive renews the lease until it expires or ctx ends.

@@ -254,9 +254,13 @@ func (p *Publisher) markLocked(stored string) { p.work.mark(stored) }
 
 // markAllLocked marks every name for a full reconciliation, but those held
 // only for other clusters' claims.
-func (p *Publisher) markAllLocked() {
+func (p *Publisher) markAllLocked() { p.markFullLocked(func(*name) bool { return true }) }
+
+// markFullLocked marks the names keep keeps for a full reconciliation, but
+// those held only for other clusters' claims.
+func (p *Publisher) markFullLocked(keep func(*name) bool) {
 	for stored, n := range p.view.names {
-		if !n.othersOnly(p.cfg.Owner) {
+		if keep(n) && !n.othersOnly(p.cfg.Owner) {
 			p.work.markFull(stored)
 		}
 	}
